@@ -1,0 +1,23 @@
+"""The ``mogateway`` command. Each group of subcommands lives in its own module with ``register(app)``."""
+
+from __future__ import annotations
+
+import typer
+
+from mogateway.cli import clients, messages, send, serve, simulate, smsc, waba
+
+app = typer.Typer(
+    name="mogateway",
+    help="Inbound-SMS gateway for Indian shortcodes: run it, manage clients, inspect messages.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for _module in (serve, clients, messages, send, simulate, smsc, waba):
+    _module.register(app)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()

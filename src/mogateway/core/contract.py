@@ -1,0 +1,330 @@
+"""The callback contract of the seed, in one place, for both sides.
+
+The gateway builds callback bodies with :func:`callback_body` and judges the application's answer with
+:func:`judge_response`; the client SDK parses bodies with :func:`parse_callback_body`. Every choice the
+seed leaves open is written down in ``docs/contract.md`` and pinned by golden fixtures in the tests.
+
+Rules stated here, before the code:
+
+* Body keys, in this order: ``shortcode``, ``msisdn``, ``message``, ``sender`` (``cc``, ``ndc``, ``sn``,
+  ``operator``, ``circle`` — always all five), ``tsiso``, ``tsunix``. ``shortcode``, ``msisdn``, ``cc``,
+  ``ndc``, ``sn`` and ``tsunix`` are JSON numbers; ``sn`` therefore loses leading zeros (``012345`` is sent
+  as ``12345``) and a reader restores them by padding to 6 digits.
+* ``tsiso`` is ``yyyy-mm-ddThh:mm:ss.mmmZ`` in UTC; ``tsunix`` is milliseconds unless the client asked
+  for seconds. Both are taken from the same instant, truncated to the millisecond.
+* An answer is a reply only when the status is 200, the content type is ``text/plain`` (any charset) or
+  absent, the body decodes and is not blank after unescaping. Everything else is a kind of "no reply".
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import orjson
+
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "CALLBACK_TIMEOUT_S",
+    "InboundMO",
+    "Outcome",
+    "OutcomeKind",
+    "PayloadError",
+    "Sender",
+    "TsunixUnit",
+    "callback_body",
+    "callback_headers",
+    "format_tsiso",
+    "judge_response",
+    "parse_callback_body",
+    "parse_tsiso",
+    "tsunix",
+    "unescape_reply",
+]
+
+#: The seed's deadline for the whole callback exchange.
+CALLBACK_TIMEOUT_S: Final = 30.0
+#: At most this many bytes of an answer are read; a longer answer is a bad response.
+MAX_RESPONSE_BYTES: Final = 64 * 1024
+
+TsunixUnit = Literal["ms", "s"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """The ``sender`` object: where the MO came from. ``operator``/``circle`` are "" when unknown."""
+
+    cc: int
+    ndc: int
+    sn: int
+    operator: str = ""
+    circle: str = ""
+
+    @property
+    def sn_digits(self) -> str:
+        """The subscriber number with its 6 digits (leading zeros restored)."""
+        return f"{self.sn:06d}"
+
+    @property
+    def msisdn(self) -> str:
+        """The 12-digit msisdn these parts make up."""
+        return f"{self.cc}{self.ndc:04d}{self.sn:06d}"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMO:
+    """One MO as the callback carries it. ``received_at`` is an aware UTC datetime."""
+
+    shortcode: str
+    msisdn: str
+    message: str
+    sender: Sender
+    received_at: datetime
+
+
+class PayloadError(ValueError):
+    """A callback body that breaks the contract. ``field`` names the offending member (dotted path)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------------------------- time
+
+
+def _as_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise ValueError("a naive datetime has no defined instant; pass an aware one")
+    return moment.astimezone(UTC)
+
+
+def format_tsiso(moment: datetime) -> str:
+    """``yyyy-mm-ddThh:mm:ss.mmmZ`` in UTC, truncated (not rounded) to the millisecond."""
+    m = _as_utc(moment)
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{m.microsecond // 1000:03d}Z"
+    )
+
+
+def tsunix(moment: datetime, unit: TsunixUnit = "ms") -> int:
+    """Unix time of ``moment``: milliseconds (default, as the seed's sample) or seconds."""
+    m = _as_utc(moment)
+    micros = (m - _EPOCH) // _ONE_MICROSECOND
+    return micros // 1000 if unit == "ms" else micros // 1_000_000
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MICROSECOND: Final = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
+_TSISO_RE: Final = re.compile(r"\A(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})Z\Z")
+
+
+def parse_tsiso(text: str) -> datetime:
+    """Parse the exact ``tsiso`` shape back into an aware UTC datetime (raises ValueError)."""
+    match = _TSISO_RE.match(text)
+    if match is None:
+        raise ValueError("expected yyyy-mm-ddThh:mm:ss.mmmZ")
+    y, mo, d, h, mi, s, ms = (int(g) for g in match.groups())
+    return datetime(y, mo, d, h, mi, s, ms * 1000, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------------------------------ request
+
+
+def callback_body(mo: InboundMO, unit: TsunixUnit = "ms") -> bytes:
+    """The exact bytes of the callback body for ``mo`` (compact UTF-8 JSON, keys in seed order)."""
+    s = mo.sender
+    return orjson.dumps(
+        {
+            "shortcode": int(mo.shortcode),
+            "msisdn": int(mo.msisdn),
+            "message": mo.message,
+            "sender": {
+                "cc": s.cc,
+                "ndc": s.ndc,
+                "sn": s.sn,
+                "operator": s.operator,
+                "circle": s.circle,
+            },
+            "tsiso": format_tsiso(mo.received_at),
+            "tsunix": tsunix(mo.received_at, unit),
+        }
+    )
+
+
+def callback_headers(token: str, message_id: str, version: str) -> dict[str, str]:
+    """The headers of a callback request (the seed's two, plus user-agent and the message id)."""
+    return {
+        "content-type": "application/json",
+        "authorization": f"Bearer {token}",
+        "user-agent": f"mogateway/{version}",
+        "x-mogateway-message-id": message_id,
+    }
+
+
+def _require(obj: dict[str, Any], key: str, path: str) -> Any:
+    if key not in obj:
+        raise PayloadError(path, "is required")
+    return obj[key]
+
+
+def _number(value: Any, path: str, digits: int | None = None) -> int:
+    # bool is an int in Python but never a JSON number.
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        else:
+            raise PayloadError(path, "must be a number")
+    if value < 0:
+        raise PayloadError(path, "must not be negative")
+    if digits is not None and len(str(value)) > digits:
+        raise PayloadError(path, f"must have at most {digits} digits")
+    return int(value)
+
+
+def _string(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise PayloadError(path, "must be a string")
+    return value
+
+
+# A 13-digit tsunix is milliseconds until the year 2286; below 10**11 it can only be seconds.
+_MS_THRESHOLD: Final = 10**11
+
+
+def parse_callback_body(body: bytes | str) -> InboundMO:
+    """Parse and check a callback body. Raises :class:`PayloadError` naming the first bad field.
+
+    Lenient where the contract is ambiguous (``tsunix`` in seconds or milliseconds, decided by
+    magnitude; numeric members sent as digit strings), strict where it is not (India only, 12 digits).
+    """
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise PayloadError("body", f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise PayloadError("body", "must be a JSON object")
+
+    shortcode = _number(_require(data, "shortcode", "shortcode"), "shortcode", digits=15)
+    msisdn = _number(_require(data, "msisdn", "msisdn"), "msisdn")
+    if len(str(msisdn)) != 12:
+        raise PayloadError("msisdn", "must have 12 digits")
+    if not str(msisdn).startswith("91"):
+        raise PayloadError("msisdn", "must be an Indian number (country code 91)")
+    message = _string(_require(data, "message", "message"), "message")
+
+    sender_raw = _require(data, "sender", "sender")
+    if not isinstance(sender_raw, dict):
+        raise PayloadError("sender", "must be an object")
+    cc = _number(_require(sender_raw, "cc", "sender.cc"), "sender.cc")
+    if cc != 91:
+        raise PayloadError("sender.cc", "must be 91")
+    ndc = _number(_require(sender_raw, "ndc", "sender.ndc"), "sender.ndc", digits=4)
+    sn_raw = sender_raw.get("sn")
+    sn = int(str(msisdn)[6:]) if sn_raw is None else _number(sn_raw, "sender.sn", digits=6)
+    operator = _string(sender_raw.get("operator") or "", "sender.operator")
+    circle = _string(sender_raw.get("circle") or "", "sender.circle")
+    sender = Sender(cc=cc, ndc=ndc, sn=sn, operator=operator, circle=circle)
+    if sender.msisdn != str(msisdn):
+        raise PayloadError("sender", f"cc+ndc+sn ({sender.msisdn}) does not match msisdn {msisdn}")
+
+    tsiso_raw = _string(_require(data, "tsiso", "tsiso"), "tsiso")
+    try:
+        received_at = parse_tsiso(tsiso_raw)
+    except ValueError as exc:
+        raise PayloadError("tsiso", str(exc)) from None
+    ts = _number(_require(data, "tsunix", "tsunix"), "tsunix")
+    ts_ms = ts if ts >= _MS_THRESHOLD else ts * 1000
+    if abs(ts_ms - tsunix(received_at, "ms")) >= 1000:
+        raise PayloadError("tsunix", "does not match tsiso")
+
+    return InboundMO(
+        shortcode=str(shortcode),
+        msisdn=str(msisdn),
+        message=message,
+        sender=sender,
+        received_at=received_at,
+    )
+
+
+# ------------------------------------------------------------------------------------------ outcome
+
+
+class OutcomeKind(enum.StrEnum):
+    """How a callback ended. Only ``REPLY`` sends anything to the subscriber."""
+
+    REPLY = "reply"  # 200, text/plain, non-blank body
+    BLANK = "blank"  # 200, text/plain, empty or whitespace-only body
+    TIMEOUT = "timeout"  # no complete answer within the client's deadline
+    HTTP_ERROR = "http_error"  # any status other than 200
+    BAD_RESPONSE = "bad_response"  # wrong content type, undecodable or oversized body
+    FAILED = "failed"  # could not connect (after retries within the deadline) or refused URL
+    UNROUTABLE = "unroutable"  # no client application for this shortcode/keyword
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The judgement of one callback exchange."""
+
+    kind: OutcomeKind
+    status: int | None = None
+    reply: str | None = None
+    detail: str = ""
+
+    @property
+    def sends_reply(self) -> bool:
+        return self.kind is OutcomeKind.REPLY
+
+
+def unescape_reply(text: str) -> str:
+    r"""Turn the two-character sequence ``\n`` into a line break (the seed's sample reply uses it)."""
+    return text.replace("\\n", "\n")
+
+
+def _media_type_and_charset(content_type: str | None) -> tuple[str, str]:
+    if not content_type:
+        return "", "utf-8"
+    media, _, params = content_type.partition(";")
+    charset = "utf-8"
+    for param in params.split(";"):
+        name, _, value = param.strip().partition("=")
+        if name.strip().lower() == "charset" and value:
+            charset = value.strip().strip('"').lower()
+    return media.strip().lower(), charset
+
+
+def judge_response(
+    status: int,
+    content_type: str | None,
+    body: bytes,
+    *,
+    oversized: bool = False,
+    unescape_newlines: bool = True,
+) -> Outcome:
+    """Apply the outcome rules to a complete answer (``oversized``: more than 64 KiB was sent)."""
+    if status != 200:
+        return Outcome(OutcomeKind.HTTP_ERROR, status=status, detail=f"status {status}")
+    media, charset = _media_type_and_charset(content_type)
+    if media not in ("", "text/plain"):
+        return Outcome(OutcomeKind.BAD_RESPONSE, status=status, detail=f"content type {media!r}")
+    if oversized:
+        return Outcome(
+            OutcomeKind.BAD_RESPONSE, status=status, detail=f"body larger than {MAX_RESPONSE_BYTES} bytes"
+        )
+    try:
+        text = body.decode(charset)
+    except LookupError:
+        return Outcome(OutcomeKind.BAD_RESPONSE, status=status, detail=f"unknown charset {charset!r}")
+    except UnicodeDecodeError:
+        return Outcome(OutcomeKind.BAD_RESPONSE, status=status, detail=f"body is not valid {charset}")
+    if unescape_newlines:
+        text = unescape_reply(text)
+    text = text.strip()
+    if not text:
+        return Outcome(OutcomeKind.BLANK, status=status, detail="blank body")
+    return Outcome(OutcomeKind.REPLY, status=status, reply=text)
