@@ -1,1 +1,34 @@
+"""SDK for applications that receive mogateway's callbacks.
 
+Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), verify the bearer token
+(:class:`TokenVerifier`), route by keyword (:class:`KeywordRouter`) and serve a handler as an endpoint:
+:class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
+The framework adapters are imported from their own modules so that FastAPI/Flask stay optional.
+"""
+
+from __future__ import annotations
+
+from mogateway.client.asgi import CallbackApp
+from mogateway.client.endpoint import DEFAULT_BUDGET_S, DEFAULT_MAX_BODY_BYTES, CallbackEndpoint
+from mogateway.client.handler import Handler, Reply
+from mogateway.client.message import InboundMessage, InvalidPayload, Sender, parse_message
+from mogateway.client.responses import CallbackResponse
+from mogateway.client.router import KeywordRouter
+from mogateway.client.tokens import TokenVerifier, bearer_token
+
+__all__ = [
+    "DEFAULT_BUDGET_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "CallbackApp",
+    "CallbackEndpoint",
+    "CallbackResponse",
+    "Handler",
+    "InboundMessage",
+    "InvalidPayload",
+    "KeywordRouter",
+    "Reply",
+    "Sender",
+    "TokenVerifier",
+    "bearer_token",
+    "parse_message",
+]
