@@ -1,0 +1,847 @@
+"""SMPP 3.4 PDUs as data, and their exact wire form (sans-IO: bytes in, bytes out).
+
+Rules stated before the code:
+
+* A PDU is a 16-byte header (command_length, command_id, command_status, sequence_number, big-endian
+  unsigned 32-bit) followed by a body. ``command_length`` counts the header too.
+* Every PDU here is a small frozen dataclass; :func:`encode` turns it into bytes and :func:`decode` turns
+  one complete PDU back. :class:`Framer` cuts a byte stream into PDUs and never raises.
+* Optional parameters (TLVs) are kept as raw :class:`Tlv` values **in the order they arrived**; known
+  tags have names and typed readers, unknown and vendor tags (e.g. India's DLT 0x1400/0x1401) are passed
+  through byte for byte in both directions.
+* Malformed input raises :class:`PduError` carrying the SMPP status to answer in a generic_nack (or in
+  the response), and whether the stream can continue (``fatal``: the framing itself is lost).
+* Responses with a non-zero status may arrive with an empty body (SMPP 3.4 §3.3); they decode to the
+  same class with empty fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Final, TypeAlias
+
+__all__ = [
+    "DEFAULT_MAX_PDU_LENGTH",
+    "HEADER_LENGTH",
+    "Bind",
+    "BindMode",
+    "BindResp",
+    "CommandId",
+    "DeliverSm",
+    "DeliverSmResp",
+    "EnquireLink",
+    "EnquireLinkResp",
+    "Framer",
+    "GenericNack",
+    "Pdu",
+    "PduError",
+    "Status",
+    "SubmitSm",
+    "SubmitSmResp",
+    "Tlv",
+    "TlvTag",
+    "Unbind",
+    "UnbindResp",
+    "decode",
+    "encode",
+    "find_tlv",
+    "response_class",
+    "with_sequence",
+]
+
+HEADER_LENGTH: Final = 16
+#: Longest PDU accepted by default: a full 64 KiB message_payload plus headroom.
+DEFAULT_MAX_PDU_LENGTH: Final = 70_000
+_HEADER: Final = struct.Struct(">IIII")
+
+
+class CommandId(enum.IntEnum):
+    """The command ids this codec speaks (responses have bit 31 set)."""
+
+    GENERIC_NACK = 0x80000000
+    BIND_RECEIVER = 0x00000001
+    BIND_RECEIVER_RESP = 0x80000001
+    BIND_TRANSMITTER = 0x00000002
+    BIND_TRANSMITTER_RESP = 0x80000002
+    SUBMIT_SM = 0x00000004
+    SUBMIT_SM_RESP = 0x80000004
+    DELIVER_SM = 0x00000005
+    DELIVER_SM_RESP = 0x80000005
+    UNBIND = 0x00000006
+    UNBIND_RESP = 0x80000006
+    BIND_TRANSCEIVER = 0x00000009
+    BIND_TRANSCEIVER_RESP = 0x80000009
+    ENQUIRE_LINK = 0x00000015
+    ENQUIRE_LINK_RESP = 0x80000015
+
+
+class Status(enum.IntEnum):
+    """SMPP 3.4 command_status values (§5.1.3) the gateway sends or acts on."""
+
+    ESME_ROK = 0x00
+    ESME_RINVMSGLEN = 0x01
+    ESME_RINVCMDLEN = 0x02
+    ESME_RINVCMDID = 0x03
+    ESME_RINVBNDSTS = 0x04
+    ESME_RALYBND = 0x05
+    ESME_RINVPRTFLG = 0x06
+    ESME_RINVREGDLVFLG = 0x07
+    ESME_RSYSERR = 0x08
+    ESME_RINVSRCADR = 0x0A
+    ESME_RINVDSTADR = 0x0B
+    ESME_RINVMSGID = 0x0C
+    ESME_RBINDFAIL = 0x0D
+    ESME_RINVPASWD = 0x0E
+    ESME_RINVSYSID = 0x0F
+    ESME_RMSGQFUL = 0x14
+    ESME_RINVSERTYP = 0x15
+    ESME_RINVESMCLASS = 0x43
+    ESME_RSUBMITFAIL = 0x45
+    ESME_RINVSRCTON = 0x48
+    ESME_RINVSRCNPI = 0x49
+    ESME_RINVDSTTON = 0x50
+    ESME_RINVDSTNPI = 0x51
+    ESME_RINVSYSTYP = 0x53
+    ESME_RTHROTTLED = 0x58
+    ESME_RINVSCHED = 0x61
+    ESME_RINVEXPIRY = 0x62
+    ESME_RX_T_APPN = 0x64
+    ESME_RX_P_APPN = 0x65
+    ESME_RX_R_APPN = 0x66
+    ESME_RINVOPTPARSTREAM = 0xC0
+    ESME_ROPTPARNOTALLWD = 0xC1
+    ESME_RINVPARLEN = 0xC2
+    ESME_RMISSINGOPTPARAM = 0xC3
+    ESME_RINVOPTPARAMVAL = 0xC4
+    ESME_RDELIVERYFAILURE = 0xFE
+    ESME_RUNKNOWNERR = 0xFF
+
+    @classmethod
+    def describe(cls, value: int) -> str:
+        """``ESME_RTHROTTLED (0x58)`` for known values, ``0x1234`` for vendor ones."""
+        try:
+            return f"{cls(value).name} (0x{value:02X})"
+        except ValueError:
+            return f"0x{value:08X}"
+
+
+class TlvTag(enum.IntEnum):
+    """Optional parameter tags of SMPP 3.4 §5.3.2 (plus the India DLT tags most operators use)."""
+
+    DEST_ADDR_SUBUNIT = 0x0005
+    DEST_NETWORK_TYPE = 0x0006
+    DEST_BEARER_TYPE = 0x0007
+    DEST_TELEMATICS_ID = 0x0008
+    SOURCE_ADDR_SUBUNIT = 0x000D
+    SOURCE_NETWORK_TYPE = 0x000E
+    SOURCE_BEARER_TYPE = 0x000F
+    SOURCE_TELEMATICS_ID = 0x0010
+    QOS_TIME_TO_LIVE = 0x0017
+    PAYLOAD_TYPE = 0x0019
+    ADDITIONAL_STATUS_INFO_TEXT = 0x001D
+    RECEIPTED_MESSAGE_ID = 0x001E
+    MS_MSG_WAIT_FACILITIES = 0x0030
+    PRIVACY_INDICATOR = 0x0201
+    SOURCE_SUBADDRESS = 0x0202
+    DEST_SUBADDRESS = 0x0203
+    USER_MESSAGE_REFERENCE = 0x0204
+    USER_RESPONSE_CODE = 0x0205
+    SOURCE_PORT = 0x020A
+    DESTINATION_PORT = 0x020B
+    SAR_MSG_REF_NUM = 0x020C
+    LANGUAGE_INDICATOR = 0x020D
+    SAR_TOTAL_SEGMENTS = 0x020E
+    SAR_SEGMENT_SEQNUM = 0x020F
+    SC_INTERFACE_VERSION = 0x0210
+    CALLBACK_NUM_PRES_IND = 0x0302
+    CALLBACK_NUM_ATAG = 0x0303
+    NUMBER_OF_MESSAGES = 0x0304
+    CALLBACK_NUM = 0x0381
+    DPF_RESULT = 0x0420
+    SET_DPF = 0x0421
+    MS_AVAILABILITY_STATUS = 0x0422
+    NETWORK_ERROR_CODE = 0x0423
+    MESSAGE_PAYLOAD = 0x0424
+    DELIVERY_FAILURE_REASON = 0x0425
+    MORE_MESSAGES_TO_SEND = 0x0426
+    MESSAGE_STATE = 0x0427
+    USSD_SERVICE_OP = 0x0501
+    DISPLAY_TIME = 0x1201
+    SMS_SIGNAL = 0x1203
+    MS_VALIDITY = 0x1204
+    ALERT_ON_MESSAGE_DELIVERY = 0x130C
+    ITS_REPLY_TYPE = 0x1380
+    ITS_SESSION_INFO = 0x1383
+    # India DLT (vendor range; the exact tags are per operator, these are the common ones).
+    DLT_PE_ID = 0x1400
+    DLT_TEMPLATE_ID = 0x1401
+
+
+# How the value of each known tag is read: an unsigned integer of n bytes, a C-string, or octets.
+_TLV_INT_SIZES: Final[dict[int, int]] = {
+    TlvTag.DEST_ADDR_SUBUNIT: 1,
+    TlvTag.DEST_NETWORK_TYPE: 1,
+    TlvTag.DEST_BEARER_TYPE: 1,
+    TlvTag.SOURCE_ADDR_SUBUNIT: 1,
+    TlvTag.SOURCE_NETWORK_TYPE: 1,
+    TlvTag.SOURCE_BEARER_TYPE: 1,
+    TlvTag.SOURCE_TELEMATICS_ID: 1,
+    TlvTag.DEST_TELEMATICS_ID: 2,
+    TlvTag.QOS_TIME_TO_LIVE: 4,
+    TlvTag.PAYLOAD_TYPE: 1,
+    TlvTag.MS_MSG_WAIT_FACILITIES: 1,
+    TlvTag.PRIVACY_INDICATOR: 1,
+    TlvTag.USER_MESSAGE_REFERENCE: 2,
+    TlvTag.USER_RESPONSE_CODE: 1,
+    TlvTag.SOURCE_PORT: 2,
+    TlvTag.DESTINATION_PORT: 2,
+    TlvTag.SAR_MSG_REF_NUM: 2,
+    TlvTag.LANGUAGE_INDICATOR: 1,
+    TlvTag.SAR_TOTAL_SEGMENTS: 1,
+    TlvTag.SAR_SEGMENT_SEQNUM: 1,
+    TlvTag.SC_INTERFACE_VERSION: 1,
+    TlvTag.CALLBACK_NUM_PRES_IND: 1,
+    TlvTag.NUMBER_OF_MESSAGES: 1,
+    TlvTag.DPF_RESULT: 1,
+    TlvTag.SET_DPF: 1,
+    TlvTag.MS_AVAILABILITY_STATUS: 1,
+    TlvTag.DELIVERY_FAILURE_REASON: 1,
+    TlvTag.MORE_MESSAGES_TO_SEND: 1,
+    TlvTag.MESSAGE_STATE: 1,
+    TlvTag.USSD_SERVICE_OP: 1,
+    TlvTag.DISPLAY_TIME: 1,
+    TlvTag.SMS_SIGNAL: 2,
+    TlvTag.MS_VALIDITY: 1,
+    TlvTag.ITS_REPLY_TYPE: 1,
+}
+_TLV_CSTRINGS: Final = frozenset({TlvTag.ADDITIONAL_STATUS_INFO_TEXT, TlvTag.RECEIPTED_MESSAGE_ID})
+
+
+class PduError(ValueError):
+    """Input that is not a valid PDU. ``status`` is what to answer; ``fatal`` means framing is lost.
+
+    ``sequence`` and ``command_id`` are filled when the header could be read, so a generic_nack (or the
+    matching response) can echo the sequence number as §3.3 asks.
+    """
+
+    def __init__(
+        self,
+        status: Status,
+        detail: str,
+        *,
+        sequence: int = 0,
+        command_id: int | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(f"{status.name}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.sequence = sequence
+        self.command_id = command_id
+        self.fatal = fatal
+
+
+@dataclass(frozen=True, slots=True)
+class Tlv:
+    """One optional parameter: a 16-bit tag and its raw value, kept exactly as received."""
+
+    tag: int
+    value: bytes
+
+    @property
+    def name(self) -> str:
+        """The SMPP name of the tag (``message_payload``), or ``0x1400`` for vendor tags."""
+        try:
+            return TlvTag(self.tag).name.lower()
+        except ValueError:
+            return f"0x{self.tag:04X}"
+
+    def as_int(self) -> int:
+        """The value as a big-endian unsigned integer (for integer tags)."""
+        if not self.value or len(self.value) > 4:
+            raise ValueError(f"{self.name}: {len(self.value)} bytes is not an integer value")
+        return int.from_bytes(self.value, "big")
+
+    def as_str(self) -> str:
+        """The value as text: the bytes before the first NUL, decoded as ASCII/Latin-1."""
+        return self.value.split(b"\x00", 1)[0].decode("latin-1")
+
+    def decoded(self) -> int | str | bytes:
+        """The value typed by its tag: int for integer tags, str for C-strings, bytes otherwise."""
+        size = _TLV_INT_SIZES.get(self.tag)
+        if size is not None and len(self.value) == size:
+            return self.as_int()
+        if self.tag in _TLV_CSTRINGS:
+            return self.as_str()
+        return self.value
+
+    @classmethod
+    def of_int(cls, tag: int, value: int, size: int | None = None) -> Tlv:
+        """An integer TLV; ``size`` defaults to the tag's size in SMPP 3.4."""
+        width = size or _TLV_INT_SIZES.get(tag)
+        if width is None:
+            raise ValueError(f"give the size of tag 0x{tag:04X}")
+        return cls(tag, value.to_bytes(width, "big"))
+
+    @classmethod
+    def of_str(cls, tag: int, value: str, *, nul: bool = True) -> Tlv:
+        """A text TLV (NUL-terminated C-string unless ``nul`` is False, as vendor tags often are)."""
+        data = value.encode("latin-1")
+        return cls(tag, data + b"\x00" if nul else data)
+
+
+def find_tlv(tlvs: tuple[Tlv, ...], tag: int) -> Tlv | None:
+    """The first TLV with ``tag``, or None."""
+    for tlv in tlvs:
+        if tlv.tag == tag:
+            return tlv
+    return None
+
+
+class BindMode(enum.StrEnum):
+    """How an ESME binds: which direction of traffic the session carries."""
+
+    TRANSMITTER = "transmitter"
+    RECEIVER = "receiver"
+    TRANSCEIVER = "transceiver"
+
+    @property
+    def can_transmit(self) -> bool:
+        return self is not BindMode.RECEIVER
+
+    @property
+    def can_receive(self) -> bool:
+        return self is not BindMode.TRANSMITTER
+
+
+_BIND_IDS: Final = {
+    BindMode.TRANSMITTER: CommandId.BIND_TRANSMITTER,
+    BindMode.RECEIVER: CommandId.BIND_RECEIVER,
+    BindMode.TRANSCEIVER: CommandId.BIND_TRANSCEIVER,
+}
+_BIND_MODES: Final = {int(v): k for k, v in _BIND_IDS.items()}
+_BIND_RESP_MODES: Final = {int(v) | 0x80000000: k for k, v in _BIND_IDS.items()}
+
+
+# ------------------------------------------------------------------------------------ byte readers
+
+
+class _Reader:
+    """Reads fields from one PDU body; every failure is a PduError with the field's status."""
+
+    __slots__ = ("command_id", "data", "pos", "sequence")
+
+    def __init__(self, data: bytes, command_id: int, sequence: int) -> None:
+        self.data = data
+        self.pos = 0
+        self.command_id = command_id
+        self.sequence = sequence
+
+    def error(self, status: Status, detail: str) -> PduError:
+        return PduError(status, detail, sequence=self.sequence, command_id=self.command_id)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+    def cstring(self, name: str, max_len: int, status: Status) -> str:
+        """A NUL-terminated string of at most ``max_len`` bytes including the NUL."""
+        end = self.data.find(b"\x00", self.pos)
+        if end < 0:
+            raise self.error(status, f"{name}: C-string has no terminating NUL (truncated)")
+        if end - self.pos + 1 > max_len:
+            raise self.error(status, f"{name}: {end - self.pos} bytes is longer than {max_len - 1}")
+        value = self.data[self.pos : end].decode("latin-1")
+        self.pos = end + 1
+        return value
+
+    def u8(self, name: str) -> int:
+        if self.remaining < 1:
+            raise self.error(Status.ESME_RINVMSGLEN, f"{name}: body ends before this field")
+        value = self.data[self.pos]
+        self.pos += 1
+        return value
+
+    def octets(self, name: str, length: int) -> bytes:
+        if self.remaining < length:
+            raise self.error(
+                Status.ESME_RINVMSGLEN, f"{name}: {length} bytes announced, {self.remaining} present"
+            )
+        value = self.data[self.pos : self.pos + length]
+        self.pos += length
+        return value
+
+    def tlvs(self) -> tuple[Tlv, ...]:
+        found: list[Tlv] = []
+        while self.remaining:
+            if self.remaining < 4:
+                raise self.error(Status.ESME_RINVOPTPARSTREAM, f"{self.remaining} stray bytes after TLVs")
+            tag, length = struct.unpack_from(">HH", self.data, self.pos)
+            self.pos += 4
+            if self.remaining < length:
+                raise self.error(
+                    Status.ESME_RINVOPTPARSTREAM,
+                    f"TLV 0x{tag:04X} announces {length} bytes, {self.remaining} present",
+                )
+            found.append(Tlv(tag, self.data[self.pos : self.pos + length]))
+            self.pos += length
+        return tuple(found)
+
+
+def _cstr(value: str, name: str, max_len: int) -> bytes:
+    data = value.encode("latin-1")
+    if b"\x00" in data:
+        raise ValueError(f"{name} must not contain NUL")
+    if len(data) + 1 > max_len:
+        raise ValueError(f"{name} is longer than {max_len - 1} bytes")
+    return data + b"\x00"
+
+
+def _tlv_bytes(tlvs: tuple[Tlv, ...]) -> bytes:
+    out = bytearray()
+    for tlv in tlvs:
+        if not 0 <= tlv.tag <= 0xFFFF or len(tlv.value) > 0xFFFF:
+            raise ValueError(f"TLV 0x{tlv.tag:04X} does not fit (tag 16 bits, value at most 65535 bytes)")
+        out += struct.pack(">HH", tlv.tag, len(tlv.value)) + tlv.value
+    return bytes(out)
+
+
+# -------------------------------------------------------------------------------------------- PDUs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bind:
+    """bind_transmitter / bind_receiver / bind_transceiver (which one is ``mode``)."""
+
+    mode: BindMode
+    system_id: str
+    password: str = field(default="", repr=False)
+    system_type: str = ""
+    interface_version: int = 0x34
+    addr_ton: int = 0
+    addr_npi: int = 0
+    address_range: str = ""
+    sequence: int = 0
+
+    @property
+    def command_id(self) -> int:
+        return int(_BIND_IDS[self.mode])
+
+    @property
+    def status(self) -> int:
+        return 0
+
+    def body(self) -> bytes:
+        return b"".join(
+            (
+                _cstr(self.system_id, "system_id", 16),
+                _cstr(self.password, "password", 9),
+                _cstr(self.system_type, "system_type", 13),
+                bytes((self.interface_version, self.addr_ton, self.addr_npi)),
+                _cstr(self.address_range, "address_range", 41),
+            )
+        )
+
+    @classmethod
+    def parse(cls, r: _Reader, command_id: int, status: int) -> Bind:
+        system_id = r.cstring("system_id", 16, Status.ESME_RINVSYSID)
+        password = r.cstring("password", 9, Status.ESME_RINVPASWD)
+        system_type = r.cstring("system_type", 13, Status.ESME_RINVSYSTYP)
+        version, ton, npi = r.u8("interface_version"), r.u8("addr_ton"), r.u8("addr_npi")
+        address_range = r.cstring("address_range", 41, Status.ESME_RINVMSGLEN)
+        # SMPP 3.4 binds carry no TLVs; tolerate (and drop) trailing bytes rather than refuse a bind.
+        return cls(
+            mode=_BIND_MODES[command_id],
+            system_id=system_id,
+            password=password,
+            system_type=system_type,
+            interface_version=version,
+            addr_ton=ton,
+            addr_npi=npi,
+            address_range=address_range,
+            sequence=r.sequence,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BindResp:
+    """The answer to a bind; ``sc_interface_version`` arrives as a TLV."""
+
+    mode: BindMode
+    system_id: str = ""
+    status: int = 0
+    tlvs: tuple[Tlv, ...] = ()
+    sequence: int = 0
+
+    @property
+    def command_id(self) -> int:
+        return int(_BIND_IDS[self.mode]) | 0x80000000
+
+    def body(self) -> bytes:
+        return _cstr(self.system_id, "system_id", 16) + _tlv_bytes(self.tlvs)
+
+    @classmethod
+    def parse(cls, r: _Reader, command_id: int, status: int) -> BindResp:
+        mode = _BIND_RESP_MODES[command_id]
+        if not r.remaining and status:
+            return cls(mode=mode, status=status, sequence=r.sequence)
+        system_id = r.cstring("system_id", 16, Status.ESME_RINVSYSID)
+        return cls(mode=mode, system_id=system_id, status=status, tlvs=r.tlvs(), sequence=r.sequence)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _HeaderOnly:
+    """A PDU that is only a header (unbind, enquire_link and their responses, generic_nack)."""
+
+    COMMAND_ID: ClassVar[CommandId]
+    status: int = 0
+    sequence: int = 0
+
+    @property
+    def command_id(self) -> int:
+        return int(self.COMMAND_ID)
+
+    def body(self) -> bytes:
+        return b""
+
+    @classmethod
+    def parse(cls, r: _Reader, command_id: int, status: int) -> _HeaderOnly:
+        # A body on a header-only PDU is a length error (§3.2), but it is harmless: ignore it.
+        return cls(status=status, sequence=r.sequence)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unbind(_HeaderOnly):
+    """unbind: either side ends the session."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.UNBIND
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnbindResp(_HeaderOnly):
+    """unbind_resp."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.UNBIND_RESP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnquireLink(_HeaderOnly):
+    """enquire_link: a keepalive either side may send."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.ENQUIRE_LINK
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnquireLinkResp(_HeaderOnly):
+    """enquire_link_resp."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.ENQUIRE_LINK_RESP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenericNack(_HeaderOnly):
+    """generic_nack: the answer to a PDU that could not be understood."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.GENERIC_NACK
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ShortMessage:
+    """The body shared by submit_sm and deliver_sm (§4.4.1, §4.6.1)."""
+
+    COMMAND_ID: ClassVar[CommandId]
+    service_type: str = ""
+    source_addr_ton: int = 0
+    source_addr_npi: int = 0
+    source_addr: str = ""
+    dest_addr_ton: int = 0
+    dest_addr_npi: int = 0
+    destination_addr: str = ""
+    esm_class: int = 0
+    protocol_id: int = 0
+    priority_flag: int = 0
+    schedule_delivery_time: str = ""
+    validity_period: str = ""
+    registered_delivery: int = 0
+    replace_if_present_flag: int = 0
+    data_coding: int = 0
+    sm_default_msg_id: int = 0
+    short_message: bytes = b""
+    tlvs: tuple[Tlv, ...] = ()
+    sequence: int = 0
+
+    @property
+    def command_id(self) -> int:
+        return int(self.COMMAND_ID)
+
+    @property
+    def status(self) -> int:
+        return 0
+
+    def tlv(self, tag: int) -> Tlv | None:
+        """The first TLV with ``tag``, or None."""
+        return find_tlv(self.tlvs, tag)
+
+    def body(self) -> bytes:
+        if len(self.short_message) > 254:
+            raise ValueError("short_message is longer than 254 bytes; use message_payload")
+        return b"".join(
+            (
+                _cstr(self.service_type, "service_type", 6),
+                bytes((self.source_addr_ton, self.source_addr_npi)),
+                _cstr(self.source_addr, "source_addr", 21),
+                bytes((self.dest_addr_ton, self.dest_addr_npi)),
+                _cstr(self.destination_addr, "destination_addr", 21),
+                bytes((self.esm_class, self.protocol_id, self.priority_flag)),
+                _cstr(self.schedule_delivery_time, "schedule_delivery_time", 17),
+                _cstr(self.validity_period, "validity_period", 17),
+                bytes(
+                    (
+                        self.registered_delivery,
+                        self.replace_if_present_flag,
+                        self.data_coding,
+                        self.sm_default_msg_id,
+                        len(self.short_message),
+                    )
+                ),
+                self.short_message,
+                _tlv_bytes(self.tlvs),
+            )
+        )
+
+    @classmethod
+    def parse(cls, r: _Reader, command_id: int, status: int) -> _ShortMessage:
+        service_type = r.cstring("service_type", 6, Status.ESME_RINVSERTYP)
+        src_ton, src_npi = r.u8("source_addr_ton"), r.u8("source_addr_npi")
+        # Some SMSCs send longer addresses (alphanumeric, with prefixes); 21 is §4.4.1's limit.
+        source_addr = r.cstring("source_addr", 21, Status.ESME_RINVSRCADR)
+        dst_ton, dst_npi = r.u8("dest_addr_ton"), r.u8("dest_addr_npi")
+        destination_addr = r.cstring("destination_addr", 21, Status.ESME_RINVDSTADR)
+        esm_class, protocol_id, priority = r.u8("esm_class"), r.u8("protocol_id"), r.u8("priority_flag")
+        schedule = r.cstring("schedule_delivery_time", 17, Status.ESME_RINVSCHED)
+        validity = r.cstring("validity_period", 17, Status.ESME_RINVEXPIRY)
+        registered, replace_flag = r.u8("registered_delivery"), r.u8("replace_if_present_flag")
+        data_coding, default_id = r.u8("data_coding"), r.u8("sm_default_msg_id")
+        sm_length = r.u8("sm_length")
+        short_message = r.octets("short_message", sm_length)
+        return cls(
+            service_type=service_type,
+            source_addr_ton=src_ton,
+            source_addr_npi=src_npi,
+            source_addr=source_addr,
+            dest_addr_ton=dst_ton,
+            dest_addr_npi=dst_npi,
+            destination_addr=destination_addr,
+            esm_class=esm_class,
+            protocol_id=protocol_id,
+            priority_flag=priority,
+            schedule_delivery_time=schedule,
+            validity_period=validity,
+            registered_delivery=registered,
+            replace_if_present_flag=replace_flag,
+            data_coding=data_coding,
+            sm_default_msg_id=default_id,
+            short_message=short_message,
+            tlvs=r.tlvs(),
+            sequence=r.sequence,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitSm(_ShortMessage):
+    """submit_sm: a message from the ESME to a handset."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.SUBMIT_SM
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliverSm(_ShortMessage):
+    """deliver_sm: an MO or a delivery receipt from the SMSC."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.DELIVER_SM
+
+    @property
+    def is_receipt(self) -> bool:
+        """esm_class message type 0x04 (SMSC delivery receipt) or 0x20 (intermediate notification)."""
+        return self.esm_class & 0x3C in (0x04, 0x20)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _MessageIdResp:
+    """submit_sm_resp / deliver_sm_resp: a message id (unused in deliver_sm_resp) and a status."""
+
+    COMMAND_ID: ClassVar[CommandId]
+    message_id: str = ""
+    status: int = 0
+    sequence: int = 0
+
+    @property
+    def command_id(self) -> int:
+        return int(self.COMMAND_ID)
+
+    def body(self) -> bytes:
+        return _cstr(self.message_id, "message_id", 65)
+
+    @classmethod
+    def parse(cls, r: _Reader, command_id: int, status: int) -> _MessageIdResp:
+        if not r.remaining:  # error responses (and some deliver_sm_resp) carry no body at all
+            return cls(status=status, sequence=r.sequence)
+        message_id = r.cstring("message_id", 65, Status.ESME_RINVMSGID)
+        # SMPP 5.0 peers may append TLVs to responses; 3.4 has none to keep, so skip them.
+        return cls(message_id=message_id, status=status, sequence=r.sequence)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitSmResp(_MessageIdResp):
+    """submit_sm_resp: the SMSC's message id for the submitted part."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.SUBMIT_SM_RESP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliverSmResp(_MessageIdResp):
+    """deliver_sm_resp: the ESME's acknowledgement of a deliver_sm."""
+
+    COMMAND_ID: ClassVar[CommandId] = CommandId.DELIVER_SM_RESP
+
+
+Pdu: TypeAlias = (
+    Bind
+    | BindResp
+    | Unbind
+    | UnbindResp
+    | EnquireLink
+    | EnquireLinkResp
+    | GenericNack
+    | SubmitSm
+    | SubmitSmResp
+    | DeliverSm
+    | DeliverSmResp
+)
+
+_PARSERS: Final[dict[int, type[Bind | BindResp | _HeaderOnly | _ShortMessage | _MessageIdResp]]] = {
+    CommandId.BIND_RECEIVER: Bind,
+    CommandId.BIND_TRANSMITTER: Bind,
+    CommandId.BIND_TRANSCEIVER: Bind,
+    CommandId.BIND_RECEIVER_RESP: BindResp,
+    CommandId.BIND_TRANSMITTER_RESP: BindResp,
+    CommandId.BIND_TRANSCEIVER_RESP: BindResp,
+    CommandId.UNBIND: Unbind,
+    CommandId.UNBIND_RESP: UnbindResp,
+    CommandId.ENQUIRE_LINK: EnquireLink,
+    CommandId.ENQUIRE_LINK_RESP: EnquireLinkResp,
+    CommandId.GENERIC_NACK: GenericNack,
+    CommandId.SUBMIT_SM: SubmitSm,
+    CommandId.SUBMIT_SM_RESP: SubmitSmResp,
+    CommandId.DELIVER_SM: DeliverSm,
+    CommandId.DELIVER_SM_RESP: DeliverSmResp,
+}
+
+_RESPONSES: Final[dict[type[object], type[object]]] = {
+    Unbind: UnbindResp,
+    EnquireLink: EnquireLinkResp,
+    SubmitSm: SubmitSmResp,
+    DeliverSm: DeliverSmResp,
+}
+
+
+def response_class(request: Pdu) -> type[Pdu] | None:
+    """The class answering ``request`` (None for responses). Binds answer with :class:`BindResp`."""
+    if isinstance(request, Bind):
+        return BindResp
+    return _RESPONSES.get(type(request))  # type: ignore[return-value]
+
+
+def encode(pdu: Pdu) -> bytes:
+    """The wire bytes of ``pdu`` (raises ValueError when a field does not fit SMPP 3.4)."""
+    body = pdu.body()
+    return _HEADER.pack(HEADER_LENGTH + len(body), pdu.command_id, pdu.status, pdu.sequence) + body
+
+
+def decode(data: bytes) -> Pdu:
+    """One complete PDU from exactly ``data`` (header included). Raises :class:`PduError`."""
+    if len(data) < HEADER_LENGTH:
+        raise PduError(Status.ESME_RINVCMDLEN, f"{len(data)} bytes is shorter than a header", fatal=True)
+    length, command_id, status, sequence = _HEADER.unpack_from(data)
+    if length != len(data):
+        raise PduError(
+            Status.ESME_RINVCMDLEN,
+            f"command_length {length} but {len(data)} bytes given",
+            sequence=sequence,
+            command_id=command_id,
+            fatal=True,
+        )
+    parser = _PARSERS.get(command_id)
+    if parser is None:
+        raise PduError(
+            Status.ESME_RINVCMDID,
+            f"unknown command_id 0x{command_id:08X}",
+            sequence=sequence,
+            command_id=command_id,
+        )
+    reader = _Reader(data[HEADER_LENGTH:], command_id, sequence)
+    return parser.parse(reader, command_id, status)  # type: ignore[return-value]
+
+
+def with_sequence(pdu: Pdu, sequence: int) -> Pdu:
+    """A copy of ``pdu`` carrying ``sequence``."""
+    return replace(pdu, sequence=sequence)
+
+
+class Framer:
+    """Cuts a byte stream into PDUs. ``feed`` never raises: bad PDUs come out as :class:`PduError`.
+
+    A PDU whose header is readable but whose body is bad is skipped (its length is known), so the
+    session carries on after answering generic_nack. A bad ``command_length`` loses the framing: the
+    framer yields one fatal error and ignores everything after it; the connection must be closed.
+    """
+
+    def __init__(self, max_length: int = DEFAULT_MAX_PDU_LENGTH) -> None:
+        self._buffer = bytearray()
+        self._max_length = max_length
+        self.broken = False
+
+    def feed(self, data: bytes) -> list[Pdu | PduError]:
+        """Add received bytes; return every PDU (or error) now complete, in order."""
+        return list(self._events(data))
+
+    def _events(self, data: bytes) -> Iterator[Pdu | PduError]:
+        if self.broken:
+            return
+        self._buffer += data
+        while len(self._buffer) >= HEADER_LENGTH:
+            length, command_id, _status, sequence = _HEADER.unpack_from(self._buffer)
+            if length < HEADER_LENGTH or length > self._max_length:
+                self.broken = True
+                self._buffer.clear()
+                yield PduError(
+                    Status.ESME_RINVCMDLEN,
+                    f"command_length {length} outside {HEADER_LENGTH}..{self._max_length}",
+                    sequence=sequence,
+                    command_id=command_id,
+                    fatal=True,
+                )
+                return
+            if len(self._buffer) < length:
+                return
+            chunk = bytes(self._buffer[:length])
+            del self._buffer[:length]
+            try:
+                yield decode(chunk)
+            except PduError as exc:
+                yield exc
+            except Exception as exc:  # a decoder bug must not take the session down
+                yield PduError(
+                    Status.ESME_RSYSERR,
+                    f"undecodable PDU ({type(exc).__name__})",
+                    sequence=sequence,
+                    command_id=command_id,
+                )
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete PDU."""
+        return len(self._buffer)

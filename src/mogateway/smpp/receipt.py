@@ -1,0 +1,104 @@
+"""Delivery receipts: the ``id:… stat:DELIVRD err:…`` text of SMPP 3.4 Appendix B, both ways.
+
+A receipt is a deliver_sm with esm_class 0x04. The message id is taken from the receipted_message_id
+TLV when present (it is exact), else from the text's ``id:`` field; the state from the message_state
+TLV when present, else from ``stat:``. States map onto the gateway's three outcomes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Literal
+
+from mogateway.core.text import decode_short_message
+from mogateway.smpp.pdu import DeliverSm, Tlv, TlvTag, find_tlv
+
+__all__ = ["Receipt", "format_receipt_text", "parse_receipt", "receipt_tlvs"]
+
+Outcome = Literal["delivered", "failed", "expired"]
+
+# message_state TLV values (§5.3.2.35) → the receipt text's stat: words.
+_STATE_WORDS: Final = {
+    1: "ENROUTE",
+    2: "DELIVRD",
+    3: "EXPIRED",
+    4: "DELETED",
+    5: "UNDELIV",
+    6: "ACCEPTD",
+    7: "UNKNOWN",
+    8: "REJECTD",
+}
+_OUTCOMES: Final[dict[str, Outcome]] = {
+    "DELIVRD": "delivered",
+    "DELIVERED": "delivered",
+    "EXPIRED": "expired",
+    "DELETED": "failed",
+    "UNDELIV": "failed",
+    "UNDELIVERABLE": "failed",
+    "REJECTD": "failed",
+    "REJECTED": "failed",
+    "UNKNOWN": "failed",
+}
+_FIELD: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|text):", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What a receipt says. ``outcome`` is None for intermediate states (ENROUTE, ACCEPTD)."""
+
+    message_id: str
+    stat: str
+    err: str
+    outcome: Outcome | None
+    text: str
+
+    @property
+    def detail(self) -> str:
+        """A short line for the timeline."""
+        return f"stat:{self.stat} err:{self.err}"
+
+
+def _fields(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    matches = list(_FIELD.finditer(text))
+    for match, following in zip(matches, [*matches[1:], None], strict=True):
+        end = following.start() if following is not None else len(text)
+        found.setdefault(match.group(1).lower(), text[match.end() : end].strip())
+    return found
+
+
+def parse_receipt(pdu: DeliverSm) -> Receipt | None:
+    """The receipt in ``pdu``, or None when it names no message id at all."""
+    text = decode_short_message(pdu.short_message, pdu.data_coding, "latin1").text
+    payload = find_tlv(pdu.tlvs, TlvTag.MESSAGE_PAYLOAD)
+    if not text and payload is not None:
+        text = decode_short_message(payload.value, pdu.data_coding, "latin1").text
+    fields = _fields(text)
+    id_tlv = find_tlv(pdu.tlvs, TlvTag.RECEIPTED_MESSAGE_ID)
+    message_id = id_tlv.as_str() if id_tlv is not None else fields.get("id", "")
+    if not message_id:
+        return None
+    state_tlv = find_tlv(pdu.tlvs, TlvTag.MESSAGE_STATE)
+    stat = fields.get("stat", "").upper()
+    if state_tlv is not None and len(state_tlv.value) == 1:
+        stat = _STATE_WORDS.get(state_tlv.as_int(), stat or "UNKNOWN")
+    return Receipt(message_id, stat, fields.get("err", ""), _OUTCOMES.get(stat), text)
+
+
+def format_receipt_text(
+    message_id: str, stat: str, err: str, submitted: datetime, done: datetime, text: str = ""
+) -> str:
+    """The Appendix B receipt text an SMSC sends (used by the simulator)."""
+    delivered = "001" if stat == "DELIVRD" else "000"
+    return (
+        f"id:{message_id} sub:001 dlvrd:{delivered} submit date:{submitted:%y%m%d%H%M} "
+        f"done date:{done:%y%m%d%H%M} stat:{stat} err:{err} text:{text[:20]}"
+    )
+
+
+def receipt_tlvs(message_id: str, stat: str) -> tuple[Tlv, ...]:
+    """receipted_message_id and message_state TLVs for a receipt (used by the simulator)."""
+    state = {v: k for k, v in _STATE_WORDS.items()}.get(stat, 7)
+    return (Tlv.of_str(TlvTag.RECEIPTED_MESSAGE_ID, message_id), Tlv.of_int(TlvTag.MESSAGE_STATE, state))
