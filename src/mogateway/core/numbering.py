@@ -378,12 +378,26 @@ def _compact(text: str) -> str:
     return "".join(ch for ch in text.casefold().replace("&", "and") if ch.isalnum())
 
 
-_NON_WORD: Final = re.compile(r"[\W_]+")
+#: Longest id made from an unknown value: ids travel in every callback body.
+MAX_ID_CHARS: Final = 64
 
 
 def _hyphenated(text: str) -> str:
-    """An unknown value as a lowercase hyphenated id: "Some New Op" → "some-new-op"."""
-    return _NON_WORD.sub("-", text.casefold()).strip("-")
+    """An unknown value as a lowercase hyphenated id: "Some New Op" → "some-new-op".
+
+    Made of the same characters as :func:`_compact`, so normalising an id again gives it back.
+    """
+    words: list[str] = []
+    word: list[str] = []
+    for ch in text.casefold().replace("&", " and "):
+        if ch.isalnum():
+            word.append(ch)
+        elif word:
+            words.append("".join(word))
+            word = []
+    if word:
+        words.append("".join(word))
+    return "-".join(words)[:MAX_ID_CHARS].rstrip("-")
 
 
 def _alias_index(entries: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
@@ -471,7 +485,7 @@ def _csv_rows(path: str | os.PathLike[str], header: str, max_columns: int) -> It
     except OSError as exc:
         raise NumberingDataError(name, 0, f"cannot read ({exc.strerror or exc})") from None
     with handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, strict=True)  # a stray quote is an error, not data
         first = True
         try:
             for cells in reader:
