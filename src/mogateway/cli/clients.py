@@ -1,9 +1,120 @@
-"""CLI: clients (not written yet)."""
+"""``mogateway clients``: register and manage client applications on a running gateway."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from rich.table import Table
+
+from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
+
+__all__ = ["register"]
+
+clients_app = typer.Typer(help="Register and manage client applications.", no_args_is_help=True)
+
+
+def _show(client: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None)
+    for key in (
+        "id",
+        "name",
+        "shortcodes",
+        "keywords",
+        "callback_url",
+        "timeout_s",
+        "max_concurrency",
+        "tsunix_unit",
+        "unescape_newlines",
+        "created_at",
+        "updated_at",
+        "token",
+    ):
+        if key in client:
+            value = client[key]
+            if isinstance(value, list):
+                value = ", ".join(value) or "-"
+            table.add_row(f"[bold]{key}[/bold]", str(value))
+    console.print(table)
+    if "token" in client:
+        console.print("[yellow]The token is shown only now: give it to the application owner.[/yellow]")
+
+
+@clients_app.command("add")
+def add(
+    name: str = typer.Option(..., "--name", help="A name for people."),
+    shortcode: list[str] = typer.Option(..., "--shortcode", "-s", help="Shortcode (repeat for several)."),
+    callback_url: str = typer.Option(..., "--callback-url", "-u", help="Where MOs are POSTed."),
+    keyword: list[str] = typer.Option([], "--keyword", "-k", help="Only MOs starting with this word."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds the application has to answer (1-30)."),
+    max_concurrency: int | None = typer.Option(
+        None, "--max-concurrency", help="Callbacks in flight at most."
+    ),
+    tsunix_unit: str = typer.Option("ms", "--tsunix-unit", help="ms (default) or s."),
+    url: str = URL_OPTION,
+    token: str | None = TOKEN_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Register a client application; prints its id and bearer token."""
+    body: dict[str, Any] = {
+        "name": name,
+        "shortcodes": shortcode,
+        "callback_url": callback_url,
+        "keywords": keyword,
+        "timeout_s": timeout,
+        "tsunix_unit": tsunix_unit,
+    }
+    if max_concurrency is not None:
+        body["max_concurrency"] = max_concurrency
+    client = ApiClient(url, token, "admin").call("POST", "/v1/clients", json_body=body)
+    print_json(client) if as_json else _show(client)
+
+
+@clients_app.command("list")
+def list_(url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """List client applications."""
+    data = ApiClient(url, token, "admin").call("GET", "/v1/clients")
+    if as_json:
+        print_json(data)
+        return
+    table = Table("id", "name", "shortcodes", "keywords", "callback_url", "timeout", "max conc.")
+    for c in data["clients"]:
+        table.add_row(
+            c["id"],
+            c["name"],
+            ", ".join(c["shortcodes"]),
+            ", ".join(c["keywords"]) or "(default)",
+            c["callback_url"],
+            f"{c['timeout_s']:g} s",
+            str(c["max_concurrency"]),
+        )
+    console.print(table)
+
+
+@clients_app.command("show")
+def show(
+    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
+) -> None:
+    """Show one client application."""
+    client = ApiClient(url, token, "admin").call("GET", f"/v1/clients/{client_id}")
+    print_json(client) if as_json else _show(client)
+
+
+@clients_app.command("rotate-token")
+def rotate(
+    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
+) -> None:
+    """Give a client a new bearer token (the old one stops being sent at once)."""
+    client = ApiClient(url, token, "admin").call("POST", f"/v1/clients/{client_id}/token")
+    print_json(client) if as_json else _show(client)
+
+
+@clients_app.command("remove")
+def remove(client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION) -> None:
+    """Remove a client application (its MOs become unroutable)."""
+    ApiClient(url, token, "admin").call("DELETE", f"/v1/clients/{client_id}")
+    console.print(f"removed {client_id}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    app.add_typer(clients_app, name="clients")

@@ -1,0 +1,51 @@
+"""The HTTP application: ingest and admin APIs over one gateway, with limits and problem documents."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+
+from mogateway import __version__
+from mogateway.api import admin, ingest
+from mogateway.api.limits import BodyLimit
+from mogateway.api.problems import install_handlers
+from mogateway.service.app import Gateway
+
+__all__ = ["create_app"]
+
+
+def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
+    """The ASGI application. With ``manage_lifecycle`` the app starts and stops the gateway itself."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if manage_lifecycle:
+            await gateway.start()
+        try:
+            yield
+        finally:
+            if manage_lifecycle:
+                await gateway.stop()
+
+    app = FastAPI(
+        title="mogateway",
+        version=__version__,
+        summary="Inbound-SMS gateway: ingest MOs, manage client applications, inspect messages.",
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    install_handlers(app)
+    app.include_router(ingest.router)
+    app.include_router(admin.router)
+
+    @app.get("/healthz", tags=["operations"], summary="Liveness and basic state (no auth)")
+    async def healthz(request: Request) -> Response:
+        return Response(orjson.dumps(gateway.health()), media_type="application/json")
+
+    s = gateway.settings
+    return BodyLimit(app, s.max_body_bytes, {"/v1/inbound/batch": s.max_batch_bytes})

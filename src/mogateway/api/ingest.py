@@ -1,0 +1,166 @@
+"""The ingest API: operators push MOs here (``POST /v1/inbound`` and ``/v1/inbound/batch``).
+
+The body is parsed by hand (orjson) rather than through pydantic: it is the hot path, and every item
+that is a JSON object — even an invalid one — must reach intake so that its rejection is recorded.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from mogateway.api.auth import require_token
+from mogateway.api.problems import ApiProblem, problem
+from mogateway.service.intake import IncomingMO, IntakeResult
+
+__all__ = ["incoming_from_json", "router"]
+
+router = APIRouter(tags=["ingest"])
+
+
+def _text(
+    obj: dict[str, Any], key: str, *, numeric_ok: bool, required: bool
+) -> tuple[str | None, str | None]:
+    """(value, problem) of a member that must be a string (or a number, where ``numeric_ok``)."""
+    value = obj.get(key)
+    if value is None:
+        return None, ("is required" if required else None)
+    if isinstance(value, str):
+        return value, None
+    if numeric_ok and isinstance(value, int) and not isinstance(value, bool):
+        return str(value), None
+    return None, ("must be a string of digits" if numeric_ok else "must be a string")
+
+
+def incoming_from_json(obj: Any, origin: str = "http") -> IncomingMO | tuple[str, str]:
+    """An IncomingMO from one pushed JSON object, or (field, reason) when it is not even an object."""
+    if not isinstance(obj, dict):
+        return "body", "must be a JSON object"
+    problem_: tuple[str, str] | None = None
+    values: dict[str, str | None] = {}
+    for key, numeric_ok, required in (
+        ("shortcode", True, True),
+        ("msisdn", True, True),
+        ("message", False, True),
+        ("id", True, False),
+        ("operator", False, False),
+        ("circle", False, False),
+    ):
+        value, why = _text(obj, key, numeric_ok=numeric_ok, required=required)
+        values[key] = value
+        if why and problem_ is None:
+            problem_ = (key, why)
+    received_at: datetime | None = None
+    raw_time = obj.get("received_at")
+    if raw_time is not None:
+        try:
+            if not isinstance(raw_time, str):
+                raise ValueError
+            received_at = datetime.fromisoformat(raw_time)
+            if received_at.tzinfo is None:
+                raise ValueError
+        except ValueError:
+            received_at = None
+            if problem_ is None:
+                problem_ = (
+                    "received_at",
+                    "must be ISO 8601 with a UTC offset, e.g. 2026-11-20T10:00:00.000Z",
+                )
+    return IncomingMO(
+        shortcode=values["shortcode"] or "",
+        msisdn=values["msisdn"] or "",
+        message=values["message"] or "",
+        source_id=values["id"],
+        received_at=received_at,
+        operator=values["operator"],
+        circle=values["circle"],
+        origin=origin,
+        problem=problem_,
+    )
+
+
+def _result_json(result: IntakeResult) -> dict[str, Any]:
+    if result.rejected:
+        return {
+            "id": result.id,
+            "state": result.state,
+            "duplicate": result.duplicate,
+            "field": result.field,
+            "reason": result.reason,
+        }
+    return {"id": result.id, "state": result.state, "duplicate": result.duplicate}
+
+
+async def _json_body(request: Request) -> Any:
+    content_type = request.headers.get("content-type", "application/json")
+    if not content_type.split(";")[0].strip().lower().endswith("json"):
+        raise ApiProblem(415, "send application/json", kind="unsupported-media-type")
+    body = await request.body()
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ApiProblem(400, f"body is not valid JSON: {exc}", kind="invalid-json") from None
+
+
+def _json(data: Any, status: int) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+
+
+@router.post("/v1/inbound", status_code=202, summary="Push one MO")
+async def inbound(request: Request) -> Response:
+    gateway = request.app.state.gateway
+    require_token(request, gateway.ingest_token, "ingest")
+    item = incoming_from_json(await _json_body(request))
+    if isinstance(item, tuple):
+        field, reason = item
+        raise ApiProblem(422, f"{field}: {reason}", kind="invalid-field", field=field, reason=reason)
+    (result,) = await gateway.intake.accept([item])
+    if result.rejected:
+        return problem(
+            422,
+            f"{result.field}: {result.reason}",
+            kind="rejected",
+            field=result.field,
+            reason=result.reason,
+            id=result.id,
+            state=result.state,
+            duplicate=result.duplicate,
+        )
+    return _json(_result_json(result), 202)
+
+
+@router.post("/v1/inbound/batch", summary="Push many MOs; one result per item, in order")
+async def inbound_batch(request: Request) -> Response:
+    gateway = request.app.state.gateway
+    require_token(request, gateway.ingest_token, "ingest")
+    data = await _json_body(request)
+    if isinstance(data, dict) and isinstance(data.get("items"), list):
+        data = data["items"]
+    if not isinstance(data, list):
+        raise ApiProblem(422, "body must be a JSON list of MO objects", kind="invalid-field", field="body")
+    limit = gateway.settings.max_batch_items
+    if len(data) > limit:
+        raise ApiProblem(413, f"at most {limit} items per batch", kind="too-large")
+    parsed = [incoming_from_json(obj) for obj in data]
+    items = [p for p in parsed if not isinstance(p, tuple)]
+    accepted = iter(await gateway.intake.accept(items))
+    results: list[dict[str, Any]] = []
+    counts = {"accepted": 0, "rejected": 0, "duplicates": 0}
+    for entry in parsed:
+        if isinstance(entry, tuple):
+            results.append({"state": "invalid", "field": entry[0], "reason": entry[1]})
+            counts["rejected"] += 1
+            continue
+        result = next(accepted)
+        results.append(_result_json(result))
+        if result.duplicate:
+            counts["duplicates"] += 1
+        elif result.rejected:
+            counts["rejected"] += 1
+        else:
+            counts["accepted"] += 1
+    return _json({**counts, "results": results}, 200)

@@ -1,0 +1,149 @@
+"""Settings: a TOML file, overridden by ``MOGATEWAY_*`` environment variables, overridden by flags.
+
+Every setting is documented in ``docs/configuration.md``. An invalid setting stops start-up with one
+line naming it (see :func:`describe_error`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = ["ConfigError", "Settings", "load_settings"]
+
+
+class ConfigError(Exception):
+    """Settings that cannot be used; the message is one line naming the setting."""
+
+
+class Settings(BaseSettings):
+    """Everything an operator can set. Defaults run a laptop gateway on SQLite."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MOGATEWAY_", extra="forbid", env_nested_delimiter="__", validate_default=True
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    database: str = "mogateway.db"
+    queue: str = "local"
+    node_name: str = ""
+
+    admin_token: SecretStr | None = None
+    ingest_token: SecretStr | None = None
+    allow_private_callbacks: bool = False
+    metrics_public: bool = False
+
+    max_inflight: int = Field(1000, ge=1, le=100_000)
+    default_client_concurrency: int = Field(64, ge=1, le=10_000)
+    journal_sync: Literal["full", "normal"] = "full"
+
+    reply_channel: Literal["log", "http"] = "log"
+    reply_http_url: str | None = None
+    reply_max_parts: int = Field(6, ge=1, le=255)
+
+    ported_csv: Path | None = None
+    series_csv: Path | None = None
+
+    max_body_bytes: int = Field(64 * 1024, ge=1024)
+    max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    max_batch_items: int = Field(2000, ge=1)
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+
+    smpp: dict[str, Any] = Field(default_factory=dict)
+    nats: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a SQLite path or a postgresql:// URL")
+        if "://" in value and not value.startswith(("postgresql://", "postgres://", "sqlite://")):
+            raise ValueError("must be a SQLite path or a postgresql:// URL")
+        return value
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, value: str) -> str:
+        if value != "local" and not value.startswith(("nats://", "tls://")):
+            raise ValueError("must be 'local' or a nats:// URL")
+        return value
+
+    @field_validator("reply_http_url")
+    @classmethod
+    def _reply_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL template")
+        return value
+
+    @field_validator("admin_token", "ingest_token")
+    @classmethod
+    def _token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the file named by ``load_settings`` (a module-level slot: settings load once per process)."""
+
+    path: Path | None = None
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if _TomlSource.path is None:
+            return {}
+        with _TomlSource.path.open("rb") as fh:
+            data = tomllib.load(fh)
+        # Allow both a flat file and one with a [gateway] table for the top-level settings.
+        gateway = data.pop("gateway", {})
+        return {**gateway, **data}
+
+
+def describe_error(exc: ValidationError) -> str:
+    """One line naming the first invalid setting, its environment variable, and why."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    name = ".".join(loc) or "settings"
+    env = "MOGATEWAY_" + "__".join(loc).upper() if loc else ""
+    message = first.get("msg", "is invalid")
+    if first.get("type") == "extra_forbidden":
+        message = "is not a known setting"
+    where = f"{name} ({env})" if env else name
+    given = first.get("input")
+    shown = "" if isinstance(given, dict | SecretStr) or "token" in name else f" (got {given!r})"
+    return f"invalid setting {where}: {message}{shown}"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from ``config_file`` + environment + ``overrides`` (None values are ignored)."""
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"config file {config_file} does not exist")
+    _TomlSource.path = config_file
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(describe_error(exc)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
+    finally:
+        _TomlSource.path = None
