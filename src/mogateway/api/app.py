@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, ingest
+from mogateway.api import admin, cluster, ingest
 from mogateway.api.limits import BodyLimit
 from mogateway.api.problems import install_handlers
 from mogateway.service.app import Gateway
@@ -42,6 +42,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     install_handlers(app)
     app.include_router(ingest.router)
     app.include_router(admin.router)
+    app.include_router(cluster.router)
 
     @app.get("/healthz", tags=["operations"], summary="Liveness and basic state (no auth)")
     async def healthz(request: Request) -> Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from mogateway.cli import clients, messages, send, serve, simulate, smsc, waba
+from mogateway.cli import clients, messages, migrate, send, serve, simulate, smsc, waba
 
 app = typer.Typer(
     name="mogateway",
@@ -14,7 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (serve, clients, messages, send, simulate, smsc, waba):
+for _module in (serve, clients, messages, send, simulate, smsc, waba, migrate):
     _module.register(app)
 
 
