@@ -40,14 +40,25 @@ class Fault:
     is_transient: bool = True
     message: str = "Service temporarily unavailable"
     details: str | None = None
+    user_title: str | None = None
     drop: bool = False  # close the connection without an answer
     apply: bool = False  # run the real handler first, then fail (the answer is lost)
+    body: dict[str, Any] | None = None  # answer this JSON with HTTP 200 instead of an error
+    skip: int = 0  # let this many matching requests through first
 
     def matches(self, method: str, path: str) -> bool:
         """True when this fault applies to the request."""
         if self.times <= 0 or (self.method and self.method.upper() != method):
             return False
         return re.search(self.path_regex, path) is not None
+
+    def consume(self) -> bool:
+        """Count one matching request; True when this one fails."""
+        if self.skip > 0:
+            self.skip -= 1
+            return False
+        self.times -= 1
+        return True
 
     def error(self) -> FakeGraphError:
         """The Graph error this fault answers."""
@@ -56,6 +67,8 @@ class Fault:
             self.message,
             subcode=self.subcode,
             details=self.details,
+            user_title=self.user_title,
+            user_msg=self.user_title,
             is_transient=self.is_transient,
             http_status=self.http,
         )
@@ -113,8 +126,8 @@ async def _graph(request: web.Request) -> web.StreamResponse:
     method = request.method.upper()
     world = request.app[WORLD_KEY]
     fault = next((f for f in request.app[FAULTS_KEY] if f.matches(method, "/" + tail)), None)
-    if fault is not None:
-        fault.times -= 1
+    if fault is not None and not fault.consume():
+        fault = None
     try:
         params = await _params(request)
         request.app[LOG_KEY].append(
@@ -154,6 +167,8 @@ async def _fail(
         if request.transport is not None:
             request.transport.close()
         raise asyncio.CancelledError
+    if fault.body is not None:
+        return web.json_response(fault.body, headers=headers)
     err = fault.error()
     return web.json_response(err.envelope(trace), status=err.http_status, headers=headers)
 
