@@ -1,9 +1,202 @@
-"""CLI: simulate (not written yet)."""
+"""CLI: ``mogateway simulate`` — send a contract-exact MO to a callback URL and judge the answer.
+
+Exit codes (so it fits in CI scripts): 0 reply, 1 mixed outcomes with some no reply (``--repeat``),
+2 usage error, 3 blank answer, 4 timeout, 5 HTTP status other than 200, 6 bad response (content type,
+charset, over 64 KiB), 7 could not connect. With ``--repeat`` the code is the common outcome's when
+every callback ended alike.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import orjson
 import typer
+
+from mogateway.client.simulation import LatencySummary, Run, SimulatedMO, exit_code, simulate_many
+from mogateway.core.contract import CALLBACK_TIMEOUT_S, TsunixUnit
+from mogateway.core.text import count_parts
+from mogateway.service.caller import Exchange
+from mogateway.service.urlguard import UrlRefused, check_url_shape
+
+__all__ = ["register", "simulate"]
+
+_EPILOG = (
+    "Exit codes: 0 reply, 1 mixed outcomes (--repeat), 2 usage error, 3 blank, 4 timeout, "
+    "5 HTTP status other than 200, 6 bad response, 7 could not connect."
+)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``simulate`` to ``app``."""
+    app.command("simulate", epilog=_EPILOG)(simulate)
+
+
+def simulate(
+    url: str = typer.Argument(..., help="The callback URL of the application (http or https)."),
+    message: str = typer.Argument(..., help="The text of the MO, as the subscriber typed it."),
+    token: str = typer.Option(
+        ...,
+        "--token",
+        envvar="MOGATEWAY_CLIENT_TOKEN",
+        help="Bearer token the gateway sends (env MOGATEWAY_CLIENT_TOKEN).",
+        show_envvar=False,
+    ),
+    shortcode: str = typer.Option("56767", help="Shortcode the MO was sent to."),
+    msisdn: str = typer.Option("919812345678", help="Sender, an Indian mobile number."),
+    operator: str = typer.Option("", help="sender.operator (e.g. airtel)."),
+    circle: str = typer.Option("", help="sender.circle (e.g. delhi)."),
+    timeout: float = typer.Option(
+        CALLBACK_TIMEOUT_S, min=0.001, max=600, help="Deadline for the whole exchange, in seconds."
+    ),
+    tsunix_unit: str = typer.Option("ms", "--tsunix-unit", help="Unit of tsunix: ms or s."),
+    repeat: int = typer.Option(1, min=1, max=100_000, help="Send the MO this many times."),
+    concurrency: int = typer.Option(1, min=1, max=1000, help="At most this many callbacks at once."),
+    unescape_newlines: bool = typer.Option(
+        True, help="Judge like a client whose literal \\n in replies becomes a line break."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Send a contract-exact MO to URL and report how the gateway would judge the answer."""
+    unit = _unit(tsunix_unit)
+    try:
+        check_url_shape(url)
+    except UrlRefused as exc:
+        raise typer.BadParameter(str(exc), param_hint="URL") from None
+    mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit)
+    try:
+        mo.check()
+    except ValueError as exc:
+        hint = "--shortcode" if "shortcode" in str(exc) else "--msisdn"
+        raise typer.BadParameter(str(exc), param_hint=hint) from None
+
+    run = asyncio.run(
+        simulate_many(
+            url,
+            mo,
+            repeat=repeat,
+            concurrency=concurrency,
+            deadline_s=timeout,
+            unescape_newlines=unescape_newlines,
+        )
+    )
+    code = exit_code([x.outcome.kind for x in run.exchanges])
+    if json_output:
+        document = _single_json(run.exchanges[0]) if repeat == 1 else _summary_json(run)
+        typer.echo(orjson.dumps({**document, "exit_code": code}, option=orjson.OPT_INDENT_2).decode())
+    elif repeat == 1:
+        typer.echo(_single_text(url, mo, run.exchanges[0]))
+    else:
+        typer.echo(_summary_text(url, run))
+    raise typer.Exit(code)
+
+
+def _unit(value: str) -> TsunixUnit:
+    if value == "ms":
+        return "ms"
+    if value == "s":
+        return "s"
+    raise typer.BadParameter("must be ms or s", param_hint="--tsunix-unit")
+
+
+# ------------------------------------------------------------------------------------------ one
+
+
+def _sms(reply: str) -> dict[str, Any]:
+    parts = count_parts(reply)
+    return {"encoding": parts.encoding, "units": parts.units, "parts": parts.parts}
+
+
+def _attempts(x: Exchange) -> list[dict[str, Any]]:
+    return [
+        {"started_ms": round(a.started_ms, 1), "elapsed_ms": round(a.elapsed_ms, 1), "status": a.status}
+        | ({"error": a.error} if a.error else {})
+        for a in x.attempts
+    ]
+
+
+def _single_json(x: Exchange) -> dict[str, Any]:
+    o = x.outcome
+    document: dict[str, Any] = {
+        "outcome": o.kind.value,
+        "sends_reply": o.sends_reply,
+        "status": o.status,
+        "reply": o.reply,
+        "detail": o.detail,
+        "elapsed_ms": round(x.elapsed_ms, 1),
+        "attempts": _attempts(x),
+    }
+    if o.reply is not None:
+        document["sms"] = _sms(o.reply)
+    return document
+
+
+_MAX_ATTEMPT_LINES = 5
+
+
+def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
+    o = x.outcome
+    lines = [f"POST {url}  MO {mo.msisdn} -> {mo.shortcode}: {mo.message!r}"]
+    took = f"{x.elapsed_ms:.0f} ms"
+    if o.reply is not None:
+        sms = count_parts(o.reply)
+        alphabet, unit = ("GSM-7", "septets") if sms.encoding == "gsm7" else ("UCS-2", "UTF-16 units")
+        lines.append(f"reply (status {o.status}) in {took}:")
+        lines.extend(f"  | {line}" for line in o.reply.splitlines())
+        plural = "" if sms.parts == 1 else "s"
+        lines.append(f"SMS: {sms.parts} part{plural}, {alphabet}, {sms.units} {unit}")
+    else:
+        lines.append(f"no reply ({o.kind.value}): {o.detail} — after {took}")
+    if len(x.attempts) > 1:
+        lines.append(f"attempts: {len(x.attempts)}")
+        previous = ""
+        for a in x.attempts[:_MAX_ATTEMPT_LINES]:
+            # A retried connection failure repeats the same error: say it once.
+            error = "" if a.error == previous else a.error
+            previous = a.error
+            status = a.status if a.status is not None else "-"
+            lines.append(f"  at {a.started_ms:6.0f} ms: {status} {error}".rstrip())
+        if len(x.attempts) > _MAX_ATTEMPT_LINES:
+            lines.append(f"  ... {len(x.attempts) - _MAX_ATTEMPT_LINES} more")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ many
+
+
+def _first_details(run: Run) -> dict[str, str]:
+    details: dict[str, str] = {}
+    for x in run.exchanges:
+        details.setdefault(x.outcome.kind.value, x.outcome.detail or (x.outcome.reply or ""))
+    return details
+
+
+def _summary_json(run: Run) -> dict[str, Any]:
+    latency = LatencySummary.of(run.exchanges)
+    return {
+        "count": len(run.exchanges),
+        "concurrency": run.concurrency,
+        "wall_s": round(run.wall_s, 3),
+        "rate_per_s": round(len(run.exchanges) / run.wall_s, 1) if run.wall_s else None,
+        "outcomes": {kind.value: n for kind, n in run.outcomes.most_common()},
+        "latency_ms": {k: round(getattr(latency, k), 1) for k in ("p50", "p90", "p99", "max", "min", "mean")},
+        "first_detail": _first_details(run),
+    }
+
+
+def _summary_text(url: str, run: Run) -> str:
+    n = len(run.exchanges)
+    latency = LatencySummary.of(run.exchanges)
+    rate = f"{n / run.wall_s:.1f}/s" if run.wall_s else "-"
+    outcomes = ", ".join(f"{kind.value} {count}" for kind, count in run.outcomes.most_common())
+    lines = [
+        f"POST {url}  {n} callbacks, concurrency {run.concurrency}, {run.wall_s:.2f} s ({rate})",
+        f"outcomes: {outcomes}",
+        f"latency ms: p50 {latency.p50:.1f}  p90 {latency.p90:.1f}  p99 {latency.p99:.1f}  "
+        f"max {latency.max:.1f}",
+    ]
+    for kind, detail in _first_details(run).items():
+        label = "first reply" if kind == "reply" else kind
+        lines.append(f"  {label}: {detail}")
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""Quickstart: the smallest callback application. It answers every SMS with "You said: <message>".
+
+    python examples/echo_app.py --port 9000 --token s3cret        # or MOGATEWAY_CLIENT_TOKEN=s3cret
+    mogateway simulate http://127.0.0.1:9000/ --token s3cret "HELLO"
+
+Several tokens (comma-separated, or --token repeated) are accepted at once, for rotation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import uvicorn
+
+from mogateway.client import CallbackApp, InboundMessage
+
+
+def echo(message: InboundMessage) -> str:
+    """The whole application: one handler, one reply."""
+    return f"You said: {message.message}"
+
+
+def build_app(tokens: list[str], budget_s: float = 25.0) -> CallbackApp:
+    """The ASGI application (``uvicorn`` can also import it through a factory)."""
+    return CallbackApp(echo, tokens, budget_s=budget_s)
+
+
+def _tokens(values: list[str]) -> list[str]:
+    return [t.strip() for value in values for t in value.split(",") if t.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and serve until interrupted."""
+    parser = argparse.ArgumentParser(description="Echo callback application for mogateway.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=9000, help="port to listen on (default 9000)")
+    parser.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        help="bearer token to accept (repeatable; default: env MOGATEWAY_CLIENT_TOKEN, comma-separated)",
+    )
+    parser.add_argument("--budget", type=float, default=25.0, help="seconds before answering no reply")
+    args = parser.parse_args(argv)
+    tokens = _tokens(args.token or [os.environ.get("MOGATEWAY_CLIENT_TOKEN", "")])
+    if not tokens:
+        parser.error("give --token or set MOGATEWAY_CLIENT_TOKEN")
+    uvicorn.run(build_app(tokens, args.budget), host=args.host, port=args.port, log_level="info")
+
+
+if __name__ == "__main__":
+    main()
