@@ -107,6 +107,8 @@ def test_every_mobile_leading_digit_is_accepted(lead: str) -> None:
         ("05591234567890", {}, "m2m", "13-digit M2M"),
         ("915591234567890", {}, "m2m", "13-digit M2M"),
         ("+91 5591234567890", {}, "m2m", "13-digit M2M"),
+        ("0919810012345", {}, "wrong-length", "13 digits"),  # not M2M: national numbers never start with 0
+        ("+91 0559123456789", {}, "wrong-length", "13 digits after the country code 91"),
         ("1600123456", {}, "special-series", "1600 series is for government"),
         ("+91 1600 123 456", {}, "special-series", "1600 series"),
         ("911601123456", {}, "special-series", "1601 series is for regulated financial"),
@@ -126,7 +128,7 @@ def test_refusals_carry_a_precise_reason(raw: str, kwargs: dict[str, int], code:
     assert str(caught.value) == caught.value.reason
 
 
-@pytest.mark.parametrize("raw", [None, 9.81e9, True, b"919810012345"])
+@pytest.mark.parametrize("raw", [None, 9.81e9, True, b"919810012345", -919810012345])
 def test_values_that_are_not_text_are_refused_not_crashed_on(raw: object) -> None:
     with pytest.raises(NumberRejected) as caught:
         normalize_msisdn(raw)  # type: ignore[arg-type]

@@ -147,3 +147,13 @@ def test_normalised_names_are_lowercase_hyphenated_bounded_and_stable(text: str)
         assert result == result.casefold()
         assert len(result) <= 64
         assert normalize(result) == result
+
+
+def test_operator_guide_lists_every_circle_and_operator_as_the_code_does() -> None:
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[2] / "docs" / "numbering.md").read_text(encoding="utf-8")
+    for circle in CIRCLES:
+        assert f"| `{circle.id}` | {circle.code} | {circle.name} |" in guide, circle.id
+    for op in (*CURRENT_OPERATORS, *sorted(DEFUNCT_OPERATORS)):
+        assert f"| `{op}` |" in guide, op

@@ -27,6 +27,7 @@ __all__ = [
     "CIRCLES",
     "CURRENT_OPERATORS",
     "DEFUNCT_OPERATORS",
+    "MAX_ID_CHARS",
     "Circle",
     "CsvPortedResolver",
     "NumberRejected",
@@ -109,7 +110,7 @@ def normalize_msisdn(raw: str | int, *, ton: int | None = None, npi: int | None 
 
 
 def _normalize_slow(raw: str | int, ton: int | None, npi: int | None) -> str:
-    if isinstance(raw, bool) or not isinstance(raw, str | int):
+    if isinstance(raw, bool) or not isinstance(raw, str | int) or (isinstance(raw, int) and raw < 0):
         raise NumberRejected("msisdn must be a string of digits", "not-digits")
     text = str(raw).strip()
     if not text:
@@ -154,7 +155,8 @@ def _require_ascii_digits(digits: str) -> None:
 def _after_country_code(digits: str) -> str:
     """The national part of an international-form number; anything but country code 91 is refused."""
     if not digits.startswith("91"):
-        raise NumberRejected(_foreign_reason(digits, explicit=True), "not-indian")
+        reason = _foreign_reason(digits, explicit=True) or "not an Indian number (only 91 is accepted)"
+        raise NumberRejected(reason, "not-indian")
     return digits[2:]
 
 
@@ -167,8 +169,9 @@ def _national_form(digits: str, *, explicit: bool) -> str:
         return digits
     if n == 11 and digits.startswith("0"):
         return digits[1:]  # the national trunk prefix
-    if n == 13 or (n == 14 and digits.startswith("0")) or (n == 15 and digits.startswith("91")):
-        raise NumberRejected("a 13-digit M2M (machine) number, not a mobile sender", "m2m")
+    for lead in ("", "0", "91"):
+        if n == 13 + len(lead) and digits.startswith(lead):
+            _refuse_m2m(digits[len(lead) :])
     if not explicit and n >= 11:
         # Perhaps an international number written without "+": say so only when it is a real one.
         reason = _foreign_reason(digits, explicit=False)
@@ -177,13 +180,19 @@ def _national_form(digits: str, *, explicit: bool) -> str:
     raise NumberRejected(f"wrong length: {n} digits ({_LENGTH_HINT})", "wrong-length")
 
 
+def _refuse_m2m(national: str) -> None:
+    """Refuse a 13-digit national number: the numbering of M2M (machine) SIMs, which send no MO."""
+    if len(national) == 13 and not national.startswith("0"):
+        raise NumberRejected("a 13-digit M2M (machine) number, not a mobile sender", "m2m")
+
+
 def _check_national(national: str) -> str:
     """Check the national part after the country code; returns the 10 national digits."""
     if len(national) == 11 and national.startswith("0"):
         national = national[1:]  # "+91 (0)98100 12345", a common written form
     n = len(national)
     if n == 13:
-        raise NumberRejected("a 13-digit M2M (machine) number, not a mobile sender", "m2m")
+        _refuse_m2m(national)
     if n != 10:
         raise NumberRejected(
             f"wrong length: {n} digits after the country code 91 (expected 10)", "wrong-length"
@@ -419,8 +428,8 @@ _CIRCLES_BY_ID: Final = {c.id: c for c in CIRCLES}
 def normalize_circle(text: str | None) -> str:
     """The circle id for an id, name or code ("UP East", "UE", "up_east" → "up-east").
 
-    Never refuses: an unknown value comes back lowercase hyphenated ("Uttar Pradesh" → "uttar-pradesh");
-    ``None`` or blank → "".
+    Never refuses: an unknown value comes back lowercase hyphenated ("Uttar Pradesh" → "uttar-pradesh",
+    at most :data:`MAX_ID_CHARS`); ``None`` or blank → "".
     """
     if not text or not text.strip():
         return ""
@@ -431,7 +440,8 @@ def normalize_circle(text: str | None) -> str:
 def normalize_operator(text: str | None) -> str:
     """The operator id for a current or legacy name ("Vodafone" → "vi", "Tata Docomo" → "airtel").
 
-    Never refuses: an unknown value comes back lowercase hyphenated; ``None`` or blank → "".
+    Never refuses: an unknown value comes back lowercase hyphenated (at most :data:`MAX_ID_CHARS`);
+    ``None`` or blank → "".
     "Reliance" alone is ambiguous (Jio or Reliance Communications) and passes through as "reliance".
     """
     if not text or not text.strip():
@@ -459,6 +469,8 @@ class PortedResolver(Protocol):
     """Knows where a ported number lives now (a CSV list, an MNP query...).
 
     ``lookup`` gets a normalised msisdn and returns None when the number is not known to be ported.
+    It runs synchronously for every MO, so it must answer from memory; a network MNP/HLR query needs
+    its own cache in front.
     """
 
     def lookup(self, msisdn: str) -> OperatorCircle | None: ...
