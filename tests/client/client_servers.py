@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -17,12 +17,16 @@ from mogateway.testing.callback_apps import serve_asgi, serve_wsgi
 TOKEN = "current-token"
 OLD_TOKEN = "previous-token"
 
+ADAPTERS = ("asgi", "fastapi", "flask")
+
 Serve = Callable[..., AbstractContextManager[str]]
 
 
 @contextmanager
-def serve_handler(kind: str, handler: Handler, **options: Any) -> Iterator[str]:
-    tokens = [TOKEN, OLD_TOKEN]
+def serve_handler(
+    kind: str, handler: Handler, tokens: Sequence[str] = (TOKEN, OLD_TOKEN), **options: Any
+) -> Iterator[str]:
+    """Serve ``handler`` behind adapter ``kind`` (asgi, fastapi, flask); yields the callback URL."""
     if kind == "asgi":
         with serve_asgi(CallbackApp(handler, tokens, **options)) as base:
             yield base + "/sms"

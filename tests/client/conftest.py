@@ -6,12 +6,12 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
-from client_servers import Serve, serve_handler
+from client_servers import ADAPTERS, Serve, serve_handler
 
 from mogateway.client import Handler
 
 
-@pytest.fixture(params=["asgi", "fastapi", "flask"])
+@pytest.fixture(params=ADAPTERS)
 def serve(request: pytest.FixtureRequest) -> Serve:
     """``with serve(handler, budget_s=...) as url:`` runs ``handler`` behind one adapter per test run."""
     kind: str = request.param
