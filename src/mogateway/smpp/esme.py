@@ -1,0 +1,396 @@
+"""One SMPP bind over asyncio: connect, bind, keep alive, reconnect; submit_sm with window and throttle.
+
+The protocol lives in :class:`~mogateway.smpp.session.Session`; this file only moves bytes and time
+between it and a socket. Each :class:`EsmeBind` runs its own task: when its link fails it waits
+(exponential backoff with jitter) and connects again, and nothing it does can stop another bind.
+
+A deliver_sm is handed to the bind's ``on_deliver`` coroutine in a task of its own and answered with the
+status that coroutine returns, once it returns (the MO is stored by then). Many deliver_sm may be in
+progress at once, as many as the SMSC's own window sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from mogateway.smpp.config import BindConfig
+from mogateway.smpp.pdu import (
+    DeliverSm,
+    Framer,
+    Pdu,
+    Status,
+    SubmitSm,
+    encode,
+)
+from mogateway.smpp.session import (
+    BindRefused,
+    Bound,
+    Closed,
+    Event,
+    Ignored,
+    RequestReceived,
+    ResponseReceived,
+    ResponseTimedOut,
+    Send,
+    Session,
+    SessionState,
+)
+
+__all__ = ["BindUnavailable", "DeliverHandler", "EsmeBind"]
+
+log = logging.getLogger("mogateway.smpp")
+
+DeliverHandler = Callable[[DeliverSm], Awaitable[int]]
+_READ_SIZE: Final = 65536
+_CONNECT_TIMEOUT_S: Final = 10.0
+_UNBIND_WAIT_S: Final = 5.0
+
+
+class BindUnavailable(Exception):
+    """The bind is not bound (or cannot transmit) right now."""
+
+
+@dataclass(slots=True)
+class BindCounters:
+    """What a bind has done since the process started (exported to /metrics)."""
+
+    deliver_sm: int = 0
+    deliver_sm_errors: int = 0
+    submit_sm: int = 0
+    submit_sm_errors: int = 0
+    submit_sm_timeouts: int = 0
+    connects: int = 0
+    bind_failures: int = 0
+    ignored: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class _Link:
+    """One TCP connection and the session on it (lives until the connection closes)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: Session) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.session = session
+        self.framer = Framer()
+        self.waiters: dict[int, asyncio.Future[Pdu]] = {}
+        self.bound = asyncio.get_running_loop().create_future()  # type: asyncio.Future[None]
+        self.closed = asyncio.Event()
+        self.window_changed = asyncio.Event()
+
+    def write(self, pdu: Pdu) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(encode(pdu))
+
+
+class EsmeBind:
+    """A bind to one SMSC, kept up until :meth:`stop`."""
+
+    def __init__(
+        self,
+        config: BindConfig,
+        on_deliver: DeliverHandler,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        backoff_initial_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self._on_deliver = on_deliver
+        self._clock = clock
+        self._backoff_initial = backoff_initial_s
+        self._backoff_max = backoff_max_s
+        self.counters = BindCounters()
+        self.state = "idle"
+        self.connected_since: float | None = None  # wall clock, for display
+        self.last_error = ""
+        self._link: _Link | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._bound_event = asyncio.Event()
+        self._next_submit_at = 0.0
+        self._throttle_lock = asyncio.Lock()
+
+    # ---------------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Start keeping the bind up (returns at once)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run_forever(), name=f"smpp-bind-{self.name}")
+
+    async def stop(self) -> None:
+        """Unbind cleanly (waiting a few seconds for unbind_resp), then close."""
+        self._stopping = True
+        link = self._link
+        if link is not None and link.session.is_bound:
+            with contextlib.suppress(Exception):
+                unbind = link.session.unbind(now=self._clock())
+                if unbind is not None:
+                    link.write(unbind)
+                    await asyncio.wait_for(link.closed.wait(), _UNBIND_WAIT_S)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.state = "stopped"
+
+    @property
+    def is_bound(self) -> bool:
+        return self._link is not None and self._link.session.is_bound
+
+    @property
+    def can_transmit(self) -> bool:
+        return self.config.mode.can_transmit and self.is_bound
+
+    async def wait_bound(self, timeout: float) -> bool:
+        """Wait until bound (True) or ``timeout`` seconds pass (False)."""
+        try:
+            await asyncio.wait_for(self._bound_event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _run_forever(self) -> None:
+        attempt = 0
+        while not self._stopping:
+            self.state = "connecting"
+            try:
+                bound = await self._run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # any failure of one link ends in a reconnect, never a crash
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                bound = False
+                log.warning("bind %s: %s", self.name, self.last_error)
+            self._bound_event.clear()
+            self.connected_since = None
+            if self._stopping:
+                break
+            attempt = 0 if bound else attempt + 1
+            delay = min(self._backoff_max, self._backoff_initial * 2 ** min(attempt, 16))
+            delay *= random.uniform(0.5, 1.0)  # jitter: binds that failed together retry apart
+            self.state = "backoff"
+            await asyncio.sleep(delay)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        context: ssl.SSLContext | None = None
+        if self.config.tls:
+            context = ssl.create_default_context()
+            if not self.config.tls_verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+        return await asyncio.wait_for(
+            asyncio.open_connection(self.config.host, self.config.port, ssl=context), _CONNECT_TIMEOUT_S
+        )
+
+    async def _run_once(self) -> bool:
+        """One connection from connect to close. True when it got bound."""
+        reader, writer = await self._connect()
+        self.counters.connects += 1
+        cfg = self.config
+        session = Session(
+            window=cfg.window, response_timeout_s=cfg.response_timeout_s, enquire_link_s=cfg.enquire_link_s
+        )
+        link = _Link(reader, writer, session)
+        self._link = link
+        self.state = "binding"
+        timer = asyncio.create_task(self._timer(link), name=f"smpp-timer-{self.name}")
+        got_bound = False
+        try:
+            link.write(
+                session.bind(
+                    cfg.mode,
+                    cfg.system_id,
+                    cfg.password.get_secret_value(),
+                    system_type=cfg.system_type,
+                    now=self._clock(),
+                )
+            )
+            while not link.closed.is_set():
+                data = await reader.read(_READ_SIZE)
+                if not data:
+                    self._handle(link, session.connection_lost())
+                    break
+                now = self._clock()
+                for item in link.framer.feed(data):
+                    self._handle(link, session.receive(item, now=now))
+                    if session.is_bound:
+                        got_bound = True
+                if link.closed.is_set():
+                    break
+                await writer.drain()
+        finally:
+            got_bound = got_bound or (link.bound.done() and not link.bound.cancelled())
+            if session.state is not SessionState.CLOSED:
+                self._handle(link, session.connection_lost())
+            link.closed.set()
+            timer.cancel()
+            self._link = None
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            for fut in link.waiters.values():
+                if not fut.done():
+                    fut.set_exception(BindUnavailable("connection closed before the response"))
+            link.window_changed.set()
+        return got_bound
+
+    async def _timer(self, link: _Link) -> None:
+        while not link.closed.is_set():
+            deadline = link.session.next_deadline()
+            now = self._clock()
+            wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - now))
+            await asyncio.sleep(wait)
+            self._handle(link, link.session.poll(now=self._clock()))
+            with contextlib.suppress(Exception):
+                await link.writer.drain()
+
+    # ------------------------------------------------------------------------------------ events
+
+    def _handle(self, link: _Link, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, Send):
+                link.write(event.pdu)
+            elif isinstance(event, RequestReceived):
+                self.counters.deliver_sm += 1
+                task = asyncio.create_task(self._answer(link, event.pdu))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            elif isinstance(event, ResponseReceived):
+                waiter = link.waiters.pop(event.response.sequence, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(event.response)
+                link.window_changed.set()
+            elif isinstance(event, ResponseTimedOut):
+                waiter = link.waiters.pop(event.request.sequence, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(TimeoutError("no submit_sm_resp in time"))
+                link.window_changed.set()
+            elif isinstance(event, Bound):
+                self.state = "bound"
+                self.connected_since = time.time()
+                self.last_error = ""
+                if not link.bound.done():
+                    link.bound.set_result(None)
+                self._bound_event.set()
+                log.info(
+                    "bind %s: bound as %s to %s:%d", self.name, event.mode, self.config.host, self.config.port
+                )
+            elif isinstance(event, BindRefused):
+                self.counters.bind_failures += 1
+                self.last_error = f"bind refused: {Status.describe(event.status)}"
+                log.warning("bind %s: %s", self.name, self.last_error)
+            elif isinstance(event, Closed):
+                self.state = "closed"
+                if event.reason != "unbound" and not self._stopping and not self.last_error:
+                    self.last_error = event.reason
+                link.closed.set()
+                if not link.writer.is_closing():
+                    link.writer.close()
+            elif isinstance(event, Ignored):
+                self.counters.ignored += 1
+                log.debug("bind %s: %s", self.name, event.reason)
+
+    async def _answer(self, link: _Link, pdu: DeliverSm) -> None:
+        try:
+            status = await self._on_deliver(pdu)
+        except Exception:  # a handler bug must not lose the MO: ask the SMSC to deliver it again
+            log.exception("bind %s: deliver_sm handler failed", self.name)
+            status = Status.ESME_RX_T_APPN
+        if status:
+            self.counters.deliver_sm_errors += 1
+        if link.closed.is_set():
+            return  # the SMSC redelivers what was not answered; the journal deduplicates it
+        link.write(link.session.respond(pdu, status))
+        with contextlib.suppress(Exception):
+            await link.writer.drain()
+
+    # ------------------------------------------------------------------------------------ submit
+
+    async def _throttle(self) -> None:
+        async with self._throttle_lock:
+            now = self._clock()
+            wait = self._next_submit_at - now
+            if wait > 0:
+                await asyncio.sleep(wait)
+                now = self._clock()
+            self._next_submit_at = max(now, self._next_submit_at) + 1.0 / self.config.throughput
+
+    async def submit(self, pdu: SubmitSm, *, timeout: float = 30.0) -> Pdu:
+        """Send one submit_sm and return its response (submit_sm_resp or generic_nack).
+
+        Waits for the throttle and for room in the window. Raises :class:`BindUnavailable` when not
+        bound as a transmitter, TimeoutError when no response came.
+        """
+        if not self.config.mode.can_transmit:
+            raise BindUnavailable(f"bind {self.name} is a receiver")
+        await self._throttle()
+        deadline = self._clock() + timeout
+        while True:
+            link = self._link
+            if link is None or not link.session.is_bound:
+                raise BindUnavailable(f"bind {self.name} is not bound ({self.state})")
+            if link.session.window_open:
+                break
+            link.window_changed.clear()
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise TimeoutError("window stayed full")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(link.window_changed.wait(), remaining)
+        sent = link.session.send(pdu, now=self._clock())
+        waiter: asyncio.Future[Pdu] = asyncio.get_running_loop().create_future()
+        link.waiters[sent.sequence] = waiter
+        link.write(sent)
+        self.counters.submit_sm += 1
+        try:
+            await link.writer.drain()
+            response = await waiter
+        except TimeoutError:
+            self.counters.submit_sm_timeouts += 1
+            raise
+        if response.status:
+            self.counters.submit_sm_errors += 1
+        return response
+
+    def status(self) -> dict[str, object]:
+        """What ``GET /v1/binds`` shows for this bind (no secrets)."""
+        link = self._link
+        c = self.counters
+        return {
+            "name": self.name,
+            "state": self.state,
+            "session": link.session.state.value if link is not None else "closed",
+            "host": self.config.host,
+            "port": self.config.port,
+            "mode": self.config.mode.value,
+            "operator": self.config.operator,
+            "circle": self.config.circle,
+            "connected_since": self.connected_since,
+            "in_flight": link.session.in_flight if link is not None else 0,
+            "last_error": self.last_error,
+            "counters": {
+                "deliver_sm": c.deliver_sm,
+                "deliver_sm_errors": c.deliver_sm_errors,
+                "submit_sm": c.submit_sm,
+                "submit_sm_errors": c.submit_sm_errors,
+                "submit_sm_timeouts": c.submit_sm_timeouts,
+                "connects": c.connects,
+                "bind_failures": c.bind_failures,
+                "ignored": c.ignored,
+                **c.extra,
+            },
+        }

@@ -1,0 +1,247 @@
+"""What a bind does with each deliver_sm: store the MO (joining long ones) or record the receipt.
+
+Rules stated before the code:
+
+* The status returned is the deliver_sm_resp status. ``ESME_ROK`` only once the MO is in the journal
+  (or was already there: a redelivery); ``ESME_RX_T_APPN`` when storing failed, so the SMSC tries again.
+  An MO refused by intake (not an Indian mobile...) is stored as rejected and acknowledged: sending it
+  again would not change the answer.
+* A part of a long MO is held unanswered until its message is stored, at most ``PART_ACK_HOLD_S``; an
+  SMSC that waits for each answer before sending the next part would otherwise stall until the
+  reassembly timeout. A part answered that way lives only in memory until its message completes.
+* Redeliveries are one message: the journal deduplicates on (origin, source_id). The source id is the
+  SMSC's receipted_message_id when an MO carries one; otherwise a content hash, reused for the same
+  content within the bind's ``dedupe_window_s``, so the same text sent again later is a new MO.
+* Receipts (esm_class 0x04) go to ``journal.record_delivery`` and are always acknowledged unless the
+  journal fails; a receipt for an unknown message is acknowledged and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+from mogateway.core.numbering import NumberRejected, normalize_msisdn
+from mogateway.core.reassembly import Assembled, Reassembler
+from mogateway.core.text import decode_short_message
+from mogateway.smpp.config import BindConfig
+from mogateway.smpp.pdu import DeliverSm, Status, TlvTag, find_tlv
+from mogateway.smpp.receipt import parse_receipt
+from mogateway.smpp.segments import mo_part
+
+__all__ = ["PART_ACK_HOLD_S", "DeliveryJournal", "InboundHandler", "IntakeLike"]
+
+log = logging.getLogger("mogateway.smpp")
+
+#: Longest a part of a long MO waits for its answer before it is acknowledged from memory.
+PART_ACK_HOLD_S: Final = 3.0
+
+
+class IntakeLike(Protocol):
+    """The part of ``mogateway.service.intake.Intake`` a bind uses."""
+
+    async def accept(self, items: Sequence[Any]) -> list[Any]: ...
+
+
+class DeliveryJournal(Protocol):
+    """The part of the journal a bind uses for receipts."""
+
+    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None: ...
+
+
+class _DedupeWindow:
+    """Content hash -> source id, forgotten ``window_s`` after first seen (bounded in size)."""
+
+    def __init__(self, window_s: float, max_entries: int = 100_000) -> None:
+        self.window_s = window_s
+        self.max_entries = max_entries
+        self._seen: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    def source_id(self, digest: str, now: float, wall_ms: int) -> str:
+        while self._seen:
+            _, (_, first) = next(iter(self._seen.items()))
+            if now - first < self.window_s and len(self._seen) < self.max_entries:
+                break
+            self._seen.popitem(last=False)
+        known = self._seen.get(digest)
+        if known is not None:
+            return known[0]
+        source_id = f"c:{digest}:{wall_ms}"
+        if self.window_s > 0:
+            self._seen[digest] = (source_id, now)
+        return source_id
+
+
+class InboundHandler:
+    """The ``on_deliver`` of one bind."""
+
+    def __init__(
+        self,
+        config: BindConfig,
+        intake: IntakeLike,
+        journal: DeliveryJournal,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        part_ack_hold_s: float = PART_ACK_HOLD_S,
+    ) -> None:
+        self.config = config
+        self.origin = f"smpp:{config.name}"
+        self._intake = intake
+        self._journal = journal
+        self._clock = clock
+        self._hold = part_ack_hold_s
+        self._parts: Reassembler[asyncio.Future[int]] = Reassembler(config.reassembly_timeout_s)
+        self._dedupe = _DedupeWindow(config.dedupe_window_s)
+        self._expiry: asyncio.Task[None] | None = None
+        self.counters: dict[str, int] = {
+            "mo_stored": 0,
+            "mo_duplicates": 0,
+            "mo_rejected": 0,
+            "mo_incomplete": 0,
+            "receipts": 0,
+            "receipts_unknown": 0,
+        }
+
+    async def __call__(self, pdu: DeliverSm) -> int:
+        if pdu.is_receipt:
+            return await self._receipt(pdu)
+        try:
+            info, payload = mo_part(pdu)
+        except ValueError as exc:  # a broken UDH: keep the whole message rather than lose it
+            log.warning("%s: %s; storing the message without its UDH", self.origin, exc)
+            info, payload = None, pdu.short_message
+        if info is None:
+            return await self._store(pdu, payload, notes=())
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        key = (pdu.source_addr, pdu.destination_addr, pdu.data_coding)
+        done = self._parts.add(key, info, payload, self._clock(), waiter)
+        if done is not None:
+            await self._finish(pdu, done)
+        else:
+            self._ensure_expiry()
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), self._hold)
+        except TimeoutError:
+            return Status.ESME_ROK
+
+    async def _finish(self, first: DeliverSm, assembled: Assembled[asyncio.Future[int]]) -> None:
+        notes = (assembled.note,) if assembled.note else ()
+        if not assembled.complete:
+            self.counters["mo_incomplete"] += 1
+        status = await self._store(first, assembled.payload, notes=notes, parts=assembled.received)
+        for waiter in assembled.items:
+            if not waiter.done():
+                waiter.set_result(status)
+
+    def _ensure_expiry(self) -> None:
+        if self._expiry is None or self._expiry.done():
+            self._expiry = asyncio.create_task(self._expire_loop(), name=f"smpp-reassembly-{self.origin}")
+
+    async def _expire_loop(self) -> None:
+        """Hand out long MOs whose parts stopped coming, until nothing waits."""
+        while True:
+            deadline = self._parts.next_deadline()
+            if deadline is None:
+                return
+            await asyncio.sleep(max(0.0, deadline - self._clock()) + 0.01)
+            for assembled in self._parts.expire(self._clock()):
+                with contextlib.suppress(Exception):
+                    first_key = assembled.key
+                    assert isinstance(first_key, tuple)
+                    src, dst, dc = first_key
+                    await self._finish(
+                        DeliverSm(source_addr=src, destination_addr=dst, data_coding=dc), assembled
+                    )
+
+    async def close(self) -> None:
+        """Stop the expiry task (parts still waiting are answered by the SMSC's redelivery)."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+
+    # ------------------------------------------------------------------------------------ storing
+
+    def _source_id(self, pdu: DeliverSm, payload: bytes, parts: tuple[int, ...]) -> str:
+        smsc_id = find_tlv(pdu.tlvs, TlvTag.RECEIPTED_MESSAGE_ID)
+        if smsc_id is not None and smsc_id.as_str():
+            return f"s:{smsc_id.as_str()}"
+        digest = hashlib.sha256(
+            b"\x00".join(
+                (
+                    pdu.source_addr.encode(),
+                    pdu.destination_addr.encode(),
+                    bytes((pdu.data_coding,)),
+                    payload,
+                    ",".join(map(str, parts)).encode(),
+                )
+            )
+        ).hexdigest()[:32]
+        return self._dedupe.source_id(digest, self._clock(), int(time.time() * 1000))
+
+    def _incoming(
+        self, pdu: DeliverSm, payload: bytes, notes: tuple[str, ...], parts: tuple[int, ...]
+    ) -> Any:
+        from mogateway.service.intake import IncomingMO  # the service layer imports us, not the reverse
+
+        decoded = decode_short_message(payload, pdu.data_coding, self.config.default_alphabet)
+        if decoded.binary:
+            notes = (*notes, f"data_coding 0x{pdu.data_coding:02X}: binary, recorded as hex")
+        problem: tuple[str, str] | None = None
+        try:
+            msisdn = normalize_msisdn(pdu.source_addr, ton=pdu.source_addr_ton, npi=pdu.source_addr_npi)
+        except NumberRejected as exc:
+            msisdn, problem = pdu.source_addr, ("msisdn", exc.reason)
+        return IncomingMO(
+            shortcode=pdu.destination_addr.lstrip("+"),
+            msisdn=msisdn,
+            message=decoded.text,
+            source_id=self._source_id(pdu, payload, parts),
+            received_at=datetime.now(UTC),
+            operator=self.config.operator or None,
+            circle=self.config.circle or None,
+            origin=self.origin,
+            notes=notes,
+            problem=problem,
+        )
+
+    async def _store(
+        self, pdu: DeliverSm, payload: bytes, *, notes: tuple[str, ...], parts: tuple[int, ...] = ()
+    ) -> int:
+        try:
+            (result,) = await self._intake.accept([self._incoming(pdu, payload, notes, parts)])
+        except Exception as exc:
+            log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
+            return Status.ESME_RX_T_APPN
+        if getattr(result, "duplicate", False):
+            self.counters["mo_duplicates"] += 1
+        elif getattr(result, "state", "") == "rejected":
+            self.counters["mo_rejected"] += 1
+        else:
+            self.counters["mo_stored"] += 1
+        return Status.ESME_ROK
+
+    async def _receipt(self, pdu: DeliverSm) -> int:
+        receipt = parse_receipt(pdu)
+        if receipt is None:
+            log.warning("%s: a receipt without a message id; acknowledged and dropped", self.origin)
+            self.counters["receipts_unknown"] += 1
+            return Status.ESME_ROK
+        if receipt.outcome is None:  # ENROUTE / ACCEPTD: nothing final to record
+            return Status.ESME_ROK
+        try:
+            found = await self._journal.record_delivery(receipt.message_id, receipt.outcome, receipt.detail)
+        except Exception as exc:
+            log.error("%s: recording a receipt failed (%s)", self.origin, exc)
+            return Status.ESME_RX_T_APPN
+        self.counters["receipts"] += 1
+        if found is None:
+            self.counters["receipts_unknown"] += 1
+        return Status.ESME_ROK

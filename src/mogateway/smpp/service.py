@@ -1,0 +1,96 @@
+"""Start-up of the SMPP side of a gateway: one :class:`EsmeBind` per configured bind, a reply channel
+over them, their state for ``GET /v1/binds`` and their counters for /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from mogateway.smpp.config import SmppSettings
+from mogateway.smpp.esme import EsmeBind
+from mogateway.smpp.inbound import InboundHandler
+from mogateway.smpp.replies import SmppReplyChannel
+
+__all__ = ["SmppService", "start_smpp"]
+
+
+class SmppService:
+    """The running binds of one gateway."""
+
+    def __init__(self, binds: dict[str, EsmeBind], handlers: dict[str, InboundHandler]) -> None:
+        self.binds = binds
+        self.handlers = handlers
+        self.reply_channel = SmppReplyChannel(binds)
+
+    def start(self) -> None:
+        for bind in self.binds.values():
+            bind.start()
+
+    async def stop(self) -> None:
+        """Unbind every bind (concurrently) and stop their tasks."""
+        await asyncio.gather(*(b.stop() for b in self.binds.values()), return_exceptions=True)
+        await asyncio.gather(*(h.close() for h in self.handlers.values()), return_exceptions=True)
+
+    def status(self) -> list[dict[str, Any]]:
+        """Per bind: name, state, host, port, mode, connected_since, counters (MO counters included)."""
+        out = []
+        for name, bind in self.binds.items():
+            row = bind.status()
+            counters = dict(row["counters"])  # type: ignore[call-overload]
+            counters.update(self.handlers[name].counters)
+            row["counters"] = counters
+            out.append(row)
+        return out
+
+
+class _BindCollector(Collector):
+    """Reads the binds' state at scrape time (no second bookkeeping to drift)."""
+
+    def __init__(self, service: SmppService) -> None:
+        self._service = service
+
+    def collect(self) -> Iterator[Metric]:
+        bound = GaugeMetricFamily("mogateway_smpp_bind_up", "1 when the bind is bound", labels=["bind"])
+        inflight = GaugeMetricFamily(
+            "mogateway_smpp_bind_in_flight", "requests awaiting a response", labels=["bind"]
+        )
+        counters: dict[str, CounterMetricFamily] = {}
+        for row in self._service.status():
+            name = str(row["name"])
+            bound.add_metric([name], 1.0 if row["state"] == "bound" else 0.0)
+            inflight.add_metric([name], float(row["in_flight"]))
+            for key, value in row["counters"].items():
+                family = counters.get(key)
+                if family is None:
+                    family = counters[key] = CounterMetricFamily(
+                        f"mogateway_smpp_{key}", f"SMPP {key.replace('_', ' ')} per bind", labels=["bind"]
+                    )
+                family.add_metric([name], float(value))
+        yield bound
+        yield inflight
+        yield from counters.values()
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+async def start_smpp(gateway: Any, settings: SmppSettings) -> SmppService:
+    """Create and start every configured bind. Returns at once: binds connect in the background, and a
+    bind that cannot connect keeps retrying without holding up the gateway or the other binds."""
+    binds: dict[str, EsmeBind] = {}
+    handlers: dict[str, InboundHandler] = {}
+    for config in settings.binds:
+        handler = InboundHandler(config, gateway.intake, gateway.journal)
+        handlers[config.name] = handler
+        binds[config.name] = EsmeBind(config, handler)
+    service = SmppService(binds, handlers)
+    metrics = getattr(gateway, "metrics", None)
+    registry = getattr(metrics, "registry", None)
+    if registry is not None:
+        registry.register(_BindCollector(service))
+    service.start()
+    return service

@@ -1,0 +1,270 @@
+"""A real bind (EsmeBind + InboundHandler) against the simulator on 127.0.0.1, over real sockets.
+
+The intake here is a small recording stand-in with the Intake.accept signature, so these tests pin the
+bind's own behaviour (acks, joining, dedupe, reconnect); the end-to-end test uses the real gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from mogateway.service.intake import IncomingMO, IntakeResult
+from mogateway.service.replies import Reply, ReplyError
+from mogateway.smpp.config import BindConfig, SmppSettings
+from mogateway.smpp.esme import EsmeBind
+from mogateway.smpp.inbound import InboundHandler
+from mogateway.smpp.pdu import Status, TlvTag, find_tlv
+from mogateway.smpp.replies import SmppReplyChannel
+from mogateway.testing.smsc import SimulatedSmsc
+
+
+@dataclass
+class RecordingIntake:
+    """Stores MOs in a list, deduplicating on (origin, source_id) like the journal; can be made to fail."""
+
+    stored: list[IncomingMO] = field(default_factory=list)
+    fail: bool = False
+    seen: set[tuple[str, str | None]] = field(default_factory=set)
+
+    async def accept(self, items: Sequence[IncomingMO]) -> list[IntakeResult]:
+        if self.fail:
+            raise OSError("disk full")
+        out = []
+        for mo in items:
+            key = (mo.origin, mo.source_id)
+            duplicate = key in self.seen
+            self.seen.add(key)
+            if not duplicate:
+                self.stored.append(mo)
+            state = "rejected" if mo.problem else "queued"
+            out.append(IntakeResult(id=str(len(self.stored)), state=state, duplicate=duplicate))
+        return out
+
+
+@dataclass
+class RecordingJournal:
+    deliveries: list[tuple[str, str, str]] = field(default_factory=list)
+
+    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
+        self.deliveries.append((ref, status, detail))
+        return "m1"
+
+
+def config(port: int, **kw: Any) -> BindConfig:
+    base: dict[str, Any] = {
+        "name": "airtel-dl",
+        "host": "127.0.0.1",
+        "port": port,
+        "system_id": "gw",
+        "password": "pw",
+        "operator": "airtel",
+        "circle": "delhi",
+        "enquire_link_s": 5,
+        "reassembly_timeout_s": 3.0,
+        "throughput": 1000,
+    }
+    return BindConfig(**{**base, **kw})
+
+
+@dataclass
+class Rig:
+    smsc: SimulatedSmsc
+    intake: RecordingIntake
+    journal: RecordingJournal
+    bind: EsmeBind
+    handler: InboundHandler
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    smsc = await SimulatedSmsc(system_id="gw", password="pw").start()
+    intake, journal = RecordingIntake(), RecordingJournal()
+    cfg = config(smsc.port, reply_tlvs={"0x1400": "1101234567890123456", "0x1401": "1107123456789012345"})
+    handler = InboundHandler(cfg, intake, journal, part_ack_hold_s=0.2)
+    bind = EsmeBind(cfg, handler, backoff_initial_s=0.05, backoff_max_s=0.2)
+    bind.start()
+    assert await bind.wait_bound(5)
+    yield Rig(smsc, intake, journal, bind, handler)
+    await bind.stop()
+    await handler.close()
+    await smsc.stop()
+
+
+async def test_single_mo_is_stored_before_ack(rig: Rig) -> None:
+    statuses = await rig.smsc.inject_mo("919810012345", "56767", "HELP me")
+    assert statuses == [0]
+    (mo,) = rig.intake.stored
+    assert (mo.shortcode, mo.msisdn, mo.message) == ("56767", "919810012345", "HELP me")
+    assert (mo.origin, mo.operator, mo.circle) == ("smpp:airtel-dl", "airtel", "delhi")
+    assert mo.source_id and mo.source_id.startswith("c:")
+
+
+async def test_national_ton_is_normalised(rig: Rig) -> None:
+    await rig.smsc.inject_mo("9810012345", "56767", "hi", source_ton=2)
+    assert rig.intake.stored[0].msisdn == "919810012345"
+
+
+async def test_redelivery_is_one_message(rig: Rig) -> None:
+    statuses = await rig.smsc.inject_mo("919810012345", "56767", "same", repeat=2)
+    assert statuses == [0, 0]
+    assert len(rig.intake.stored) == 1
+
+
+async def test_storage_failure_answers_rx_t_appn(rig: Rig) -> None:
+    rig.intake.fail = True
+    assert await rig.smsc.inject_mo("919810012345", "56767", "x") == [Status.ESME_RX_T_APPN]
+    rig.intake.fail = False
+    assert await rig.smsc.inject_mo("919810012345", "56767", "x") == [0]
+    assert len(rig.intake.stored) == 1
+
+
+@pytest.mark.parametrize("split", ["udh", "sar"])
+async def test_long_ucs2_mo_out_of_order_with_duplicate(rig: Rig, split: str) -> None:
+    text = "नमस्ते दुनिया 😀 " * 12  # UCS-2, 4 parts, a surrogate pair per repetition
+    statuses = await asyncio.wait_for(
+        rig.smsc.inject_mo("919810012345", "56767", text, split=split, order=[2, 0, 0, 1, 3]),  # type: ignore[arg-type]
+        10,
+    )
+    assert all(s == 0 for s in statuses)
+    assert [m.message for m in rig.intake.stored] == [text]
+
+
+async def test_incomplete_long_mo_is_delivered_after_timeout(rig: Rig) -> None:
+    text = "a" * 400  # 3 GSM-7 parts
+    await rig.smsc.inject_mo("919810012345", "56767", text, order=[0, 2])
+    await asyncio.sleep(3.2)
+    (mo,) = rig.intake.stored
+    assert mo.message == "a" * (153 + 94)
+    assert mo.notes == ("incomplete: 2 of 3 parts",)
+
+
+async def test_binary_mo_recorded_as_hex(rig: Rig) -> None:
+    client = rig.smsc.receivers()[0]
+    from mogateway.smpp.pdu import DeliverSm
+
+    await rig.smsc._deliver(
+        client,
+        DeliverSm(
+            source_addr="919810012345", destination_addr="56767", data_coding=4, short_message=b"\x01\xff"
+        ),
+    )
+    (mo,) = rig.intake.stored
+    assert mo.message == "01ff" and "binary" in mo.notes[0]
+
+
+async def test_reply_goes_back_with_dlt_tlvs_and_receipt_is_recorded(rig: Rig) -> None:
+    channel = SmppReplyChannel({"airtel-dl": rig.bind})
+    reply = Reply("m1", "56767", "919810012345", "Thanks! {ok} " + "x" * 200, "smpp:airtel-dl", "airtel")
+    submitted = await channel.send(reply)
+    assert submitted.parts == 2 and len(submitted.refs) == 2
+    subs = await rig.smsc.wait_submits(2)
+    for sub in subs:
+        assert sub.pdu.source_addr == "56767" and sub.pdu.destination_addr == "919810012345"
+        assert sub.pdu.registered_delivery == 1 and sub.pdu.esm_class & 0x40
+        assert find_tlv(sub.pdu.tlvs, 0x1400).value == b"1101234567890123456"  # type: ignore[union-attr]
+        assert find_tlv(sub.pdu.tlvs, 0x1401).value == b"1107123456789012345"  # type: ignore[union-attr]
+    assert [s.message_id for s in subs] == submitted.refs
+    for _ in range(50):
+        if len(rig.journal.deliveries) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert [(r, s) for r, s, _ in rig.journal.deliveries] == [(ref, "delivered") for ref in submitted.refs]
+
+
+async def test_reply_ucs2_and_throttle_retry(rig: Rig) -> None:
+    rig.smsc.refuse_next = [Status.ESME_RTHROTTLED, Status.ESME_RMSGQFUL]
+    channel = SmppReplyChannel({"airtel-dl": rig.bind}, backoff_initial_s=0.01)
+    submitted = await channel.send(Reply("m2", "56767", "919810012345", "धन्यवाद", "smpp:airtel-dl"))
+    assert submitted.parts == 1
+    (sub,) = await rig.smsc.wait_submits(1)
+    assert sub.pdu.data_coding == 8 and sub.pdu.short_message == "धन्यवाद".encode("utf-16-be")
+
+
+async def test_reply_refused_is_not_retryable(rig: Rig) -> None:
+    rig.smsc.refuse_next = [Status.ESME_RINVDSTADR]
+    channel = SmppReplyChannel({"airtel-dl": rig.bind})
+    with pytest.raises(ReplyError) as info:
+        await channel.send(Reply("m3", "56767", "919810012345", "hi", "smpp:airtel-dl"))
+    assert not info.value.retryable and "ESME_RINVDSTADR" in info.value.detail
+
+
+async def test_garbage_gets_generic_nack_and_bind_survives(rig: Rig) -> None:
+    await rig.smsc.send_raw(bytes.fromhex("00000010 00000099 00000000 00000042"))
+    assert await rig.smsc.inject_mo("919810012345", "56767", "still here") == [0]
+    assert rig.bind.is_bound
+
+
+async def test_reconnects_after_the_smsc_drops_and_others_are_unaffected() -> None:
+    smsc = await SimulatedSmsc().start()
+    intake, journal = RecordingIntake(), RecordingJournal()
+    good = EsmeBind(
+        config(smsc.port), InboundHandler(config(smsc.port), intake, journal), backoff_initial_s=0.05
+    )
+    dead_cfg = config(1, name="dead")  # nothing listens on port 1
+    dead = EsmeBind(dead_cfg, InboundHandler(dead_cfg, intake, journal), backoff_initial_s=0.05)
+    good.start()
+    dead.start()
+    try:
+        assert await good.wait_bound(5)
+        for client in list(smsc.clients):
+            client.writer.close()
+        await asyncio.sleep(0.05)
+        assert await good.wait_bound(5)
+        for _ in range(100):
+            if good.counters.connects >= 2 and good.is_bound:
+                break
+            await asyncio.sleep(0.05)
+        assert good.counters.connects >= 2 and good.is_bound
+        assert not dead.is_bound and dead.last_error
+        assert await smsc.inject_mo("919810012345", "56767", "after reconnect") == [0]
+    finally:
+        await good.stop()
+        await dead.stop()
+        await smsc.stop()
+
+
+async def test_bad_password_is_refused_and_retried() -> None:
+    smsc = await SimulatedSmsc(system_id="gw", password="right").start()
+    cfg = config(smsc.port, password="wrong")
+    bind = EsmeBind(cfg, InboundHandler(cfg, RecordingIntake(), RecordingJournal()), backoff_initial_s=0.05)
+    bind.start()
+    try:
+        for _ in range(100):
+            if bind.counters.bind_failures >= 2:
+                break
+            await asyncio.sleep(0.02)
+        assert bind.counters.bind_failures >= 2 and "ESME_RBINDFAIL" in bind.last_error
+        assert "wrong" not in str(bind.status())
+    finally:
+        await bind.stop()
+        await smsc.stop()
+
+
+def test_settings_model() -> None:
+    settings = SmppSettings.model_validate(
+        {
+            "binds": [
+                {"name": "a", "host": "h", "system_id": "s", "password": "p", "reply_tlvs": {"0x1400": "1"}}
+            ]
+        }
+    )
+    assert settings.binds[0].reply_tlv_list()[0].tag == 0x1400
+    with pytest.raises(ValueError):
+        SmppSettings.model_validate(
+            {"binds": [{"name": "a", "host": "h", "system_id": "s", "password": "123456789"}]}
+        )
+    with pytest.raises(ValueError):
+        SmppSettings.model_validate(
+            {
+                "binds": [
+                    {"name": "a", "host": "h", "system_id": "s"},
+                    {"name": "a", "host": "h", "system_id": "s"},
+                ]
+            }
+        )
+    assert TlvTag.DLT_PE_ID == 0x1400
