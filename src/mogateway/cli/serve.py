@@ -23,9 +23,15 @@ async def _run(settings: Settings) -> int:
     from mogateway.api.app import create_app
     from mogateway.service.app import Gateway
 
-    gateway = Gateway(settings)
+    try:
+        gateway = Gateway(settings)
+    except ConfigError as exc:
+        fail(str(exc), 2)
     try:
         await gateway.start()
+    except ConfigError as exc:
+        await _quiet_stop(gateway)
+        fail(str(exc), 2)
     except (OSError, sqlite3.Error, RuntimeError, ValueError, ImportError) as exc:
         await _quiet_stop(gateway)
         fail(f"cannot start: {exc}", 1)

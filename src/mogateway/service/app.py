@@ -72,16 +72,19 @@ def queued_from_record(record: MessageRecord) -> QueuedMO:
 
 
 def _sender_resolver(settings: Settings) -> SenderResolver:
-    kwargs: dict[str, Any] = {}
-    if settings.ported_csv is not None:
-        from mogateway.core.numbering import CsvPortedResolver
+    """Operator/circle resolution with the operator's own tables, if configured.
 
-        kwargs["ported"] = CsvPortedResolver(settings.ported_csv)
-    if settings.series_csv is not None:
-        from mogateway.core.numbering import SeriesTable
+    A bad file raises ConfigError naming the setting and the file's line.
+    """
+    from mogateway.config import ConfigError
+    from mogateway.core.numbering import NumberingDataError
 
-        kwargs["series"] = SeriesTable.from_csv(settings.series_csv)
-    return SenderResolver(**kwargs)
+    try:
+        return SenderResolver.from_files(settings.series_csv, settings.ported_csv)
+    except NumberingDataError as exc:
+        text = str(exc)
+        setting = "series_csv" if settings.series_csv and str(settings.series_csv) in text else "ported_csv"
+        raise ConfigError(f"invalid setting {setting} (MOGATEWAY_{setting.upper()}): {text}") from None
 
 
 class Gateway:

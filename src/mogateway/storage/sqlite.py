@@ -1,10 +1,11 @@
 """The embedded journal: SQLite in WAL mode, one writer thread, group commit.
 
 Every write goes to one thread that owns the write connection. It takes all the writes waiting for it,
-runs them in one transaction (each in its own savepoint, so one bad write cannot spoil the others),
-commits once — one fsync for the whole group with ``synchronous=FULL`` — and only then resolves the
-callers' futures. That is what lets the gateway acknowledge a source only after its MO is on disk while
-still storing thousands of MOs a second. Reads use their own connections in worker threads.
+runs them in one transaction and commits once — one fsync for the whole group with
+``synchronous=FULL`` — and only then resolves the callers' futures. Should one write fail, the group is
+rolled back and each write runs again alone, so one bad write cannot spoil the others. That is what
+lets the gateway acknowledge a source only after its MO is on disk while still storing thousands of
+MOs a second. Reads use their own connections in worker threads.
 """
 
 from __future__ import annotations
@@ -189,28 +190,39 @@ class _Writer(threading.Thread):
         conn: sqlite3.Connection,
         group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]],
     ) -> None:
-        results: list[tuple[asyncio.Future[Any], bool, Any]] = []
+        # Fast path: the whole group in one transaction, one commit. Jobs are written not to fail; if
+        # one does, the group is rolled back and every job runs again in a transaction of its own, so
+        # the failure stays with the job that caused it.
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for fn, fut in group:
-                conn.execute("SAVEPOINT job")
-                try:
-                    value = fn(conn)
-                except Exception as exc:
-                    conn.execute("ROLLBACK TO job")
-                    results.append((fut, False, exc))
-                else:
-                    results.append((fut, True, value))
-                conn.execute("RELEASE job")
+            values = [fn(conn) for fn, _ in group]
+            conn.execute("COMMIT")
+        except Exception:
+            self._rollback(conn)
+            results = [self._run_alone(conn, fn, fut) for fn, fut in group]
+        else:
+            results = [(fut, True, value) for (_, fut), value in zip(group, values, strict=True)]
+        self._loop.call_soon_threadsafe(_resolve_all, results)
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+    def _run_alone(
+        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], fut: asyncio.Future[Any]
+    ) -> tuple[asyncio.Future[Any], bool, Any]:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            value = fn(conn)
             conn.execute("COMMIT")
         except Exception as exc:
-            log.exception("journal commit failed")
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            results = [(fut, False, exc) for _, fut in group]
-        self._loop.call_soon_threadsafe(_resolve_all, results)
+            log.warning("journal write failed: %s: %s", type(exc).__name__, exc)
+            self._rollback(conn)
+            return fut, False, exc
+        return fut, True, value
 
 
 def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:

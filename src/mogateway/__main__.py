@@ -1,0 +1,5 @@
+"""``python -m mogateway`` runs the CLI."""
+
+from mogateway.cli import main
+
+main()
