@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, median, peak_rss_mib, percentile, start, start_fast_app, stop, wait_port  # noqa: E402
+from _common import free_port, median, peak_rss_mib, percentile, start, start_fast_app, stop, wait_port
 
 ADMIN = "bench-admin-token-0123456789"
 INGEST = "bench-ingest-token-0123456789"
@@ -126,19 +126,18 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
         base = f"http://127.0.0.1:{gw_port}"
         cb = f"http://127.0.0.1:{app_port}/cb"
         ceiling_rate = await ceiling(cb, count, concurrency)
-        async with aiohttp.ClientSession() as session:
-            async with session.post(
-                f"{base}/v1/clients",
-                json={
-                    "name": "bench",
-                    "shortcodes": ["56767"],
-                    "callback_url": cb,
-                    "max_concurrency": concurrency,
-                },
-                headers={"authorization": f"Bearer {ADMIN}"},
-            ) as r:
-                if r.status != 201:
-                    raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
+        async with aiohttp.ClientSession() as session, session.post(
+            f"{base}/v1/clients",
+            json={
+                "name": "bench",
+                "shortcodes": ["56767"],
+                "callback_url": cb,
+                "max_concurrency": concurrency,
+            },
+            headers={"authorization": f"Bearer {ADMIN}"},
+        ) as r:
+            if r.status != 201:
+                raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
         await push(base, count, batch)
         deadline = time.monotonic() + 300
         while replied(db) < count:
@@ -161,6 +160,14 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
     }
 
 
+def _describe(r: dict[str, float]) -> str:
+    return (
+        f"{r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
+        f"peak RSS {r['rss_mib']:.0f} MiB; ceiling {r['ceiling_per_s']:,.0f} req/s; "
+        f"ratio {r['ratio']:.0%}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -175,17 +182,10 @@ def main() -> None:
         for n in range(1, args.runs + 1):
             r = asyncio.run(one_run(args.count, args.concurrency, args.batch, Path(tmp)))
             results.append(r)
-            print(
-                f"run {n}: {r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
-                f"peak RSS {r['rss_mib']:.0f} MiB; ceiling {r['ceiling_per_s']:,.0f} req/s; ratio {r['ratio']:.0%}",
-                flush=True,
-            )
+            print(f"run {n}: {_describe(r)}", flush=True)
     keys = results[0].keys()
     med = {k: median([r[k] for r in results]) for k in keys}
-    print(
-        f"median of {len(results)}: {med['mo_per_s']:,.0f} MO/s, p50 {med['p50_ms']:.0f} ms, p99 {med['p99_ms']:.0f} ms, "
-        f"peak RSS {med['rss_mib']:.0f} MiB, ceiling {med['ceiling_per_s']:,.0f} req/s, ratio {med['ratio']:.0%}"
-    )
+    print(f"median of {len(results)}: {_describe(med)}")
 
 
 if __name__ == "__main__":
