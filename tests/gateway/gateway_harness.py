@@ -1,0 +1,305 @@
+"""Real gateways for the behavioural tests: in-process (Gateway + create_app on uvicorn, in a thread with its
+own event loop, on a free loopback port) or as a ``mogateway serve`` subprocess.
+
+Both are driven over HTTP only, exactly as an operator would; the in-process one also lets a test run a
+coroutine on the gateway's loop (:meth:`InProcessGateway.run`) for the few things no API exposes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from mogateway.api.app import create_app
+from mogateway.config import Settings
+from mogateway.service.app import Gateway
+
+T = TypeVar("T")
+
+ADMIN_TOKEN = "admin-token-for-tests-0123456789"
+INGEST_TOKEN = "ingest-token-for-tests-012345678"
+
+#: States after which nothing more happens to a message (mirrors core.timeline.FINAL_STATES, spelled out
+#: so the tests notice if the table changes under them).
+FINAL = frozenset(
+    {
+        "replied",
+        "delivered",
+        "undelivered",
+        "reply_failed",
+        "no_reply",
+        "timed_out",
+        "http_error",
+        "bad_response",
+        "failed",
+        "unroutable",
+        "rejected",
+    }
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def closed_port_url() -> str:
+    """A loopback URL nobody listens on (connection refused)."""
+    return f"http://127.0.0.1:{free_port()}/callback"
+
+
+@dataclass
+class GatewayClient:
+    """An operator's view of a gateway at ``url``: admin and ingest calls with the right tokens."""
+
+    url: str
+    admin_token: str = ADMIN_TOKEN
+    ingest_token: str = INGEST_TOKEN
+    _http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10.0))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, *, token: str | None = None, **kw: Any) -> httpx.Response:
+        headers = dict(kw.pop("headers", {}) or {})
+        if token is not None:
+            headers["authorization"] = f"Bearer {token}"
+        return self._http.request(method, self.url + path, headers=headers, **kw)
+
+    def admin(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        return self.request(method, path, token=self.admin_token, **kw)
+
+    def ingest(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        return self.request(method, path, token=self.ingest_token, **kw)
+
+    # ------------------------------------------------------------------ common steps
+
+    def add_client(self, *, shortcodes: list[str], callback_url: str, **fields: Any) -> dict[str, Any]:
+        body = {"name": fields.pop("name", "app"), "shortcodes": shortcodes, "callback_url": callback_url}
+        body.update(fields)
+        resp = self.admin("POST", "/v1/clients", json=body)
+        assert resp.status_code == 201, resp.text
+        return dict(resp.json())
+
+    def push(
+        self, shortcode: str, message: str, msisdn: str = "919810012345", **extra: Any
+    ) -> dict[str, Any]:
+        resp = self.ingest(
+            "POST",
+            "/v1/inbound",
+            json={"shortcode": shortcode, "msisdn": msisdn, "message": message, **extra},
+        )
+        assert resp.status_code == 202, resp.text
+        return dict(resp.json())
+
+    def message(self, message_id: str) -> dict[str, Any]:
+        resp = self.admin("GET", f"/v1/messages/{message_id}")
+        assert resp.status_code == 200, resp.text
+        return dict(resp.json())
+
+    def wait_state(
+        self, message_id: str, states: frozenset[str] = FINAL, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Poll the admin API until the message is in one of ``states``; returns the message."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.message(message_id)
+            if msg["state"] in states:
+                return msg
+            if time.monotonic() > deadline:
+                raise AssertionError(f"message {message_id} still {msg['state']} after {timeout} s: {msg}")
+            time.sleep(0.02)
+
+
+def events(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The timeline events of one kind."""
+    return [ev for ev in message["timeline"] if ev["event"] == kind]
+
+
+def outcome(message: dict[str, Any]) -> dict[str, Any]:
+    """The (last) outcome event of a message."""
+    found = events(message, "outcome")
+    assert found, f"no outcome in {message['timeline']}"
+    return found[-1]
+
+
+# ------------------------------------------------------------------------------------ in-process
+
+
+class InProcessGateway(GatewayClient):
+    """A Gateway served by uvicorn on its own event loop in a background thread."""
+
+    gateway: Gateway
+    loop: asyncio.AbstractEventLoop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
+        """Run ``coro`` on the gateway's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+
+def gateway_settings(database: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database": str(database),
+        "admin_token": ADMIN_TOKEN,
+        "ingest_token": INGEST_TOKEN,
+        "allow_private_callbacks": True,  # the callback apps of these tests live on 127.0.0.1
+        "log_level": "warning",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@contextmanager
+def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGateway]:
+    """Start a gateway with these settings on a free port; stop it (gracefully) when the block ends."""
+    import uvicorn
+
+    settings = gateway_settings(database, **overrides)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    gateway = Gateway(settings)
+    config = uvicorn.Config(
+        create_app(gateway, manage_lifecycle=False),
+        lifespan="off",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            await gateway.start()
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+            return
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.005)
+        ready.set()
+        try:
+            await serving
+        finally:
+            await gateway.stop()
+
+    def thread_main() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=thread_main, name="gateway", daemon=True)
+    thread.start()
+    if not ready.wait(20) or failure or not server.started:
+        server.should_exit = True
+        thread.join(10)
+        raise RuntimeError(f"the gateway did not start: {failure[:1]}")
+    running = InProcessGateway(url=f"http://127.0.0.1:{port}")
+    running.gateway = gateway
+    running.loop = loop
+    try:
+        yield running
+    finally:
+        running.close()
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+# ------------------------------------------------------------------------------------ subprocess
+
+
+def mogateway_command() -> list[str]:
+    """The installed console script (next to this interpreter), so the real entry point is exercised."""
+    script = Path(sys.executable).with_name("mogateway")
+    return (
+        [str(script)] if script.exists() else [sys.executable, "-c", "from mogateway.cli import main; main()"]
+    )
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any MOGATEWAY_* setting of the developer's shell, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class ServeProcess:
+    """A ``mogateway serve`` subprocess; stderr goes to a file so it never blocks on a full pipe."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    stderr_path: Path
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, as in a power cut of the process."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> int:
+        """SIGTERM and wait (a graceful stop); falls back to SIGKILL."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.returncode
+
+
+def start_serve(
+    workdir: Path, env: dict[str, str], *, log_name: str = "serve", timeout: float = 30.0
+) -> ServeProcess:
+    """Start ``mogateway serve`` in ``workdir`` on a free port and wait until /healthz answers."""
+    port = free_port()
+    stderr_path = workdir / f"{log_name}.stderr"
+    with stderr_path.open("wb") as err:
+        process = subprocess.Popen(
+            [*mogateway_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    url = f"http://127.0.0.1:{port}"
+    running = ServeProcess(process, url, stderr_path)
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"mogateway serve exited with {process.returncode}: {running.stderr()}")
+        try:
+            if httpx.get(url + "/healthz", timeout=1.0).status_code == 200:
+                return running
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            running.kill()
+            raise RuntimeError(f"mogateway serve did not answer within {timeout} s: {running.stderr()}")
+        time.sleep(0.05)
