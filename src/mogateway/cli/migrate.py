@@ -1,9 +1,83 @@
-"""CLI: migrate (not written yet)."""
+"""``mogateway migrate``: bring a PostgreSQL journal's schema up to this mogateway's version."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import typer
+
+from mogateway.cli.common import console, fail
+
+__all__ = ["register"]
+
+EXIT_BEHIND = 6
+
+
+async def _run(url: str, check_only: bool) -> tuple[int, list[str]]:
+    import asyncpg
+
+    from mogateway.storage import migrations
+    from mogateway.storage.postgres import redact_url
+
+    where = redact_url(url)
+    try:
+        conn = await asyncpg.connect(url, timeout=10)
+    except (TimeoutError, OSError) as exc:
+        fail(f"cannot connect to {where}: {exc}", 3)
+    except asyncpg.PostgresError as exc:
+        fail(f"{where} refused the connection: {exc}", 3)
+    try:
+        if check_only:
+            version = await migrations.applied_version(conn)
+            return version, []
+        try:
+            done = await migrations.migrate(conn)
+        except asyncpg.PostgresError as exc:
+            fail(f"migration failed on {where} (nothing of the failed step was kept): {exc}", 1)
+        return migrations.LATEST, [f"{m.version:04d}_{m.name}" for m in done]
+    finally:
+        await conn.close()
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    @app.command()
+    def migrate(
+        database: str | None = typer.Option(
+            None,
+            "--database",
+            help="The journal: a postgresql:// URL (default: MOGATEWAY_DATABASE).",
+            show_default=False,
+        ),
+        check: bool = typer.Option(
+            False, "--check", help="Only report; exit 6 when the schema is behind this mogateway."
+        ),
+    ) -> None:
+        """Apply the journal's schema migrations (PostgreSQL). Safe to run again and from several nodes."""
+        from mogateway.storage import migrations
+
+        url = database or os.environ.get("MOGATEWAY_DATABASE", "")
+        if not url:
+            fail("no database: pass --database postgresql://... or set MOGATEWAY_DATABASE", 2)
+        if not url.startswith(("postgresql://", "postgres://")):
+            # The embedded SQLite journal creates and upgrades its own schema when it opens.
+            console.print("SQLite journal: its schema is created and upgraded on start; nothing to do.")
+            raise typer.Exit(0)
+        version, applied = asyncio.run(_run(url, check))
+        if check:
+            if version < migrations.LATEST:
+                fail(
+                    f"schema version {version}, this mogateway needs {migrations.LATEST}: "
+                    "run `mogateway migrate`",
+                    EXIT_BEHIND,
+                )
+            if version > migrations.LATEST:
+                fail(f"schema version {version} is newer than this mogateway ({migrations.LATEST})", 1)
+            console.print(f"schema is up to date (version {version})")
+            return
+        for name in applied:
+            console.print(f"applied {name}")
+        console.print(
+            f"schema is at version {version}" + ("" if applied else " (already up to date)"),
+            highlight=False,
+        )
