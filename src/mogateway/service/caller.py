@@ -22,6 +22,10 @@ __all__ = ["Attempt", "Exchange", "exchange"]
 
 _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 2.0
+# The answer's bytes are read as text and never decompressed (a 64 KiB cap on compressed bytes would not
+# bound the text), so ask for no content coding, and refuse an answer that is encoded anyway: read as
+# Latin-1, gzip bytes would otherwise be "text" and go to the subscriber.
+_IDENTITY = {"accept-encoding": "identity"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +106,12 @@ async def exchange(
                 began = elapsed_ms()
                 waiting_for_answer = True
                 try:
-                    async with session.post(url, data=body, headers=headers, allow_redirects=False) as resp:
+                    async with session.post(
+                        url, data=body, headers={**_IDENTITY, **headers}, allow_redirects=False
+                    ) as resp:
                         status = resp.status
                         content_type = resp.headers.get("content-type")
+                        coding = resp.headers.get("content-encoding", "").strip().lower()
                         data, oversized = await _read_capped(resp)
                 except (aiohttp.ClientConnectionError, OSError) as exc:
                     waiting_for_answer = False
@@ -136,9 +143,14 @@ async def exchange(
                         elapsed_ms(),
                     )
                 attempts.append(Attempt(began, elapsed_ms() - began, status))
-                outcome = judge_response(
-                    status, content_type, data, oversized=oversized, unescape_newlines=unescape_newlines
-                )
+                if status == 200 and coding not in ("", "identity"):
+                    outcome = Outcome(
+                        OutcomeKind.BAD_RESPONSE, status=status, detail=f"content encoding {coding!r}"
+                    )
+                else:
+                    outcome = judge_response(
+                        status, content_type, data, oversized=oversized, unescape_newlines=unescape_newlines
+                    )
                 return Exchange(outcome, attempts, elapsed_ms())
     except TimeoutError:
         total = elapsed_ms()
