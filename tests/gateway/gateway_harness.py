@@ -303,3 +303,21 @@ def start_serve(
             running.kill()
             raise RuntimeError(f"mogateway serve did not answer within {timeout} s: {running.stderr()}")
         time.sleep(0.05)
+
+
+def state_from_timeline(message: dict[str, Any]) -> str | None:
+    """Fold the message's timeline through core.timeline's table: the state its events lead to.
+
+    Raises IllegalTransition when the gateway recorded an event the table does not allow there.
+    """
+    from mogateway.core.contract import OutcomeKind
+    from mogateway.core.timeline import EventKind, State, next_state
+
+    state: State | None = None
+    for ev in message["timeline"]:
+        if ev["event"] == "stored":  # the API's rendering of the received event's stored_at
+            continue
+        kind = EventKind(ev["event"])
+        outcome_kind = OutcomeKind(ev["outcome"]) if kind is EventKind.OUTCOME else None
+        state = next_state(state, kind, outcome_kind)
+    return None if state is None else state.value

@@ -279,6 +279,10 @@ class CallbackRecorder:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return  # the gateway gave up (its deadline) or hung up: nothing to answer
+        except asyncio.CancelledError:
+            # Only stop() cancels a handler. Ending normally keeps asyncio.start_server from logging the
+            # cancellation as an error of the connection callback.
+            return
         finally:
             self._handlers.discard(task)
             writer.close()
