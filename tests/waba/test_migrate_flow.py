@@ -61,7 +61,7 @@ def test_happy_path_sms_non_interactive(fake: Fake, migrate: Migrate) -> None:
 def test_happy_path_voice_interactive_with_typo(
     fixtures: dict[str, Any], fake: Fake, migrate: Migrate
 ) -> None:
-    fixtures  # the default world; the code is read from the outbox by the prompt answers below
+    # The fake hands out a known code first, so the typed answers can be given up front.
     fake.http.post("/__fake/reset", json={"fixtures": _with_codes(fixtures, E164, ["482913"])})
     result = migrate("--code-method", "VOICE", "--interactive", input="48291\n482913\n")
     assert result.exit_code == 0, result.output
