@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mogateway.smpp.config import SmppSettings
+
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
 
@@ -56,7 +58,7 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
 
-    smpp: dict[str, Any] = Field(default_factory=dict)
+    smpp: SmppSettings = Field(default_factory=SmppSettings)
     nats: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("database")
@@ -124,11 +126,12 @@ def describe_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     loc = [str(p) for p in first.get("loc", ())]
     name = ".".join(loc) or "settings"
-    env = "MOGATEWAY_" + "__".join(loc).upper() if loc else ""
+    # Nested tables (SMPP binds) live in the TOML file only; flat settings also have a variable.
+    env = "MOGATEWAY_" + "__".join(loc).upper() if loc and loc[0] != "smpp" else ""
     message = first.get("msg", "is invalid")
     if first.get("type") == "extra_forbidden":
         message = "is not a known setting"
-    where = f"{name} ({env})" if env else name
+    where = f"{name} ({env})" if env else f"{name} (config file)"
     given = first.get("input")
     shown = "" if isinstance(given, dict | SecretStr) or "token" in name else f" (got {given!r})"
     return f"invalid setting {where}: {message}{shown}"

@@ -140,11 +140,10 @@ class Gateway:
             reply_max_parts=s.reply_max_parts,
             allow_private=s.allow_private_callbacks,
         )
-        if s.smpp.get("binds"):
-            from mogateway.smpp.config import SmppSettings
+        if s.smpp.binds:
             from mogateway.smpp.service import start_smpp
 
-            self.smpp = await start_smpp(self, SmppSettings.model_validate(s.smpp))
+            self.smpp = await start_smpp(self, s.smpp)
             self.replies.register("smpp", self.smpp.reply_channel)
         self.dispatcher.start()
         self._tasks.append(asyncio.create_task(self.registry.refresh_forever(), name="registry-refresh"))
