@@ -35,19 +35,23 @@ def _free_port() -> int:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A real gateway on 127.0.0.1, with an httpx client on its API (admin token set)."""
     port = _free_port()
+    workdir = tmp_path_factory.mktemp("gw")
     env = {
         **os.environ,
-        "MOGATEWAY_DATABASE": str(tmp_path_factory.mktemp("gw") / "journal.db"),
+        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
         "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",  # the application runs on loopback
         "MOGATEWAY_LOG_LEVEL": "warning",
     }
+    log_path = workdir / "gateway.log"
+    # A file, not a pipe: a chatty gateway can never block on a full pipe nobody reads.
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "mogateway", "serve", "--port", str(port)],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -76,6 +80,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        log.close()
 
 
 def _register(api: httpx.Client, shortcode: str, **extra: Any) -> tuple[str, str]:
