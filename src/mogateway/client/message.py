@@ -78,7 +78,7 @@ class InboundMessage:
     def from_mo(
         cls, mo: contract.InboundMO, *, tsunix_unit: TsunixUnit = "ms", message_id: str = ""
     ) -> InboundMessage:
-        """Build from the contract's parsed MO (used by the testing helpers)."""
+        """Build from an MO the contract already holds (e.g. in the gateway's own tests)."""
         return cls(
             shortcode=mo.shortcode,
             msisdn=mo.msisdn,
