@@ -266,3 +266,23 @@ def test_missing_token_without_terminal(fake: Fake, migrate: Migrate) -> None:
         app, [*args, "--yes"], env={"MY_WABA_TOKEN": TOKEN, "MOGATEWAY_WABA_TIME_SCALE": "0"}
     )
     assert ok.exit_code == 3, ok.output
+
+
+def test_deletion_pending_133015_waits_then_registers_once_more(fake: Fake, migrate: Migrate) -> None:
+    assert migrate().exit_code == 3
+    fake.fault(path_regex=r"/register$", code=133015, is_transient=False, message="Please wait a few minutes")
+    result = migrate("--code", fake.last_code("+919876543210"))
+    assert result.exit_code == 0, result.output
+    assert "waiting 5 minutes" in result.output
+    assert len(fake.requests("POST", "/register")) == 2
+
+
+def test_not_verified_133006_goes_back_to_the_code_step(fake: Fake, migrate: Migrate) -> None:
+    assert migrate().exit_code == 3
+    fake.fault(
+        path_regex=r"/register$", code=133006, is_transient=False, message="Phone number needs to be verified"
+    )
+    result = migrate("--code", fake.last_code("+919876543210"))
+    assert "133006" in result.output
+    assert result.exit_code == 0, result.output  # Graph shows the code verified, so register runs again
+    assert len(fake.requests("POST", "/register")) == 2
