@@ -286,3 +286,24 @@ def test_not_verified_133006_goes_back_to_the_code_step(fake: Fake, migrate: Mig
     assert "133006" in result.output
     assert result.exit_code == 0, result.output  # Graph shows the code verified, so register runs again
     assert len(fake.requests("POST", "/register")) == 2
+
+
+def test_interactive_confirmation_no_aborts(fake: Fake, migrate: Migrate) -> None:
+    args = [
+        "waba",
+        "migrate",
+        "--graph-url",
+        fake.url,
+        "--waba-id",
+        DEST_WABA,
+        "--phone",
+        "+91 98765 43210",
+        "--state",
+        str(migrate.state),
+        "--interactive",
+        "--pin",
+        "135790",
+    ]
+    result = CliRunner().invoke(app, args, input="n\n", env={"WABA_TOKEN": TOKEN})
+    assert result.exit_code == 10, result.output
+    assert fake.requests("POST", "/phone_numbers") == []
