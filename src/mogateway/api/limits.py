@@ -11,8 +11,12 @@ __all__ = ["BodyLimit"]
 Scope = dict[str, Any]
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(BaseException):
+    """Raised from ``receive`` when a streamed body passes the limit.
+
+    A BaseException on purpose: the app's catch-all ``Exception`` handler would otherwise catch it, log a
+    traceback and answer 500 before the 413 below could be sent.
+    """
 
 
 class BodyLimit:
