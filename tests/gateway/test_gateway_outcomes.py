@@ -91,7 +91,9 @@ def test_a_missing_content_type_counts_as_text(
     assert (msg["state"], msg["reply"]) == ("replied", "plain enough")
 
 
-def test_a_hindi_reply_is_sent_as_ucs2(gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder) -> None:
+def test_a_hindi_reply_is_sent_as_ucs2(
+    gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder
+) -> None:
     msg = run_one(gw, app, Answer.text("धन्यवाद 🙏"))
     out = outcome(msg)
     assert (msg["reply"], out["encoding"], out["parts"]) == ("धन्यवाद 🙏", "ucs2", 1)
@@ -184,7 +186,9 @@ def test_another_status_is_an_http_error_with_the_status(
     assert mt.calls == []  # the app's error text never reaches the subscriber
 
 
-def test_redirects_are_not_followed(gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder) -> None:
+def test_redirects_are_not_followed(
+    gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder
+) -> None:
     with CallbackRecorder.in_thread(Answer.text("followed the redirect")) as elsewhere:
         msg = run_one(gw, app, Answer.with_status(302, headers=(("location", elsewhere.url),)))
         assert (msg["state"], outcome(msg)["status"]) == ("http_error", 302)
