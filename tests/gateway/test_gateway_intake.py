@@ -1,4 +1,4 @@
-"""Intake over the real ingest API: validation, recorded rejections, deduplication, batches, limits, tokens."""
+"""Intake over the real ingest API: validation, recorded rejections, dedup, batches, limits, tokens."""
 
 from __future__ import annotations
 
