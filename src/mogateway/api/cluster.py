@@ -1,9 +1,36 @@
-"""Cluster view of the API (nodes, their binds and queue lag). Filled in with the multi-node work."""
+"""Cluster view of the API: the gateway nodes alive now, their SMPP binds and queue lag."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from dataclasses import asdict
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from mogateway.api.auth import require_token
+from mogateway.api.problems import ApiProblem
+from mogateway.storage.journal import iso
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["operations"])
+
+
+@router.get("/v1/nodes", summary="The gateway nodes alive now (heartbeats), their binds and queue lag")
+async def list_nodes(request: Request) -> Response:
+    gateway: Any = request.app.state.gateway
+    require_token(request, gateway.admin_token, "admin")
+    cluster = getattr(gateway, "cluster", None)
+    if cluster is None:
+        raise ApiProblem(503, "the gateway is not started", kind="unavailable")
+    nodes = []
+    for node in await cluster.directory.nodes():
+        doc = asdict(node)
+        doc["started_at"] = iso(node.started_at)
+        doc["seen_at"] = iso(node.seen_at)
+        doc["self"] = node.name == cluster.name
+        nodes.append(doc)
+    body = {"node": cluster.name, "count": len(nodes), "nodes": nodes}
+    return Response(orjson.dumps(body), media_type="application/json")

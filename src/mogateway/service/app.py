@@ -106,6 +106,7 @@ class Gateway:
         self._tasks: list[asyncio.Task[Any]] = []
         self.dispatcher: Dispatcher | None = None
         self.replies: ReplyRouter | None = None
+        self.cluster: Any = None  # service.nodes.Cluster: node directory, sweeper, reply routing
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +146,9 @@ class Gateway:
 
             self.smpp = await start_smpp(self, s.smpp)
             self.replies.register("smpp", self.smpp.reply_channel)
+        from mogateway.service.nodes import start_cluster
+
+        self.cluster = await start_cluster(self)
         self.dispatcher.start()
         self._tasks.append(asyncio.create_task(self.registry.refresh_forever(), name="registry-refresh"))
         self.started_at = time.time()
@@ -160,6 +164,8 @@ class Gateway:
             await self.smpp.stop()
         if self.dispatcher is not None:
             await self.dispatcher.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()
         for session in (self._session, self._reply_session):
             if session is not None:
                 await session.close()
