@@ -85,3 +85,12 @@ def peak_rss_mib(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process (and its threads) used so far."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks

@@ -24,7 +24,17 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, median, peak_rss_mib, percentile, start, start_fast_app, stop, wait_port
+from _common import (
+    cpu_seconds,
+    free_port,
+    median,
+    peak_rss_mib,
+    percentile,
+    start,
+    start_fast_app,
+    stop,
+    wait_port,
+)
 
 ADMIN = "bench-admin-token-0123456789"
 INGEST = "bench-ingest-token-0123456789"
@@ -138,6 +148,7 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
         ) as r:
             if r.status != 201:
                 raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
+        cpu_before = cpu_seconds(gateway.pid)
         await push(base, count, batch)
         deadline = time.monotonic() + 300
         while replied(db) < count:
@@ -146,6 +157,7 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
             await asyncio.sleep(0.2)
         lat, first, last = latencies(db)
         rss = peak_rss_mib(gateway.pid)
+        cpu_per_mo_us = (cpu_seconds(gateway.pid) - cpu_before) / count * 1e6
     finally:
         stop(gateway)
         stop(app)
@@ -157,6 +169,7 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
         "rss_mib": rss,
         "ceiling_per_s": ceiling_rate,
         "ratio": rate / ceiling_rate,
+        "cpu_us": cpu_per_mo_us,
     }
 
 
@@ -164,7 +177,7 @@ def _describe(r: dict[str, float]) -> str:
     return (
         f"{r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
         f"peak RSS {r['rss_mib']:.0f} MiB; ceiling {r['ceiling_per_s']:,.0f} req/s; "
-        f"ratio {r['ratio']:.0%}"
+        f"ratio {r['ratio']:.0%}; gateway CPU {r['cpu_us']:.0f} µs/MO"
     )
 
 

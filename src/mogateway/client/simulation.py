@@ -14,10 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiohttp
-
 from mogateway.core.contract import OutcomeKind, TsunixUnit
 from mogateway.service.caller import Exchange, exchange
+from mogateway.service.http1 import Http1Client
 from mogateway.testing.payloads import DEFAULT_MSISDN, DEFAULT_SHORTCODE, make_callback, make_mo
 
 __all__ = [
@@ -76,7 +75,7 @@ class SimulatedMO:
 
 
 async def simulate_once(
-    session: aiohttp.ClientSession,
+    session: Http1Client,
     url: str,
     mo: SimulatedMO,
     *,
@@ -117,19 +116,21 @@ async def simulate_many(
     if repeat < 1 or concurrency < 1:
         raise ValueError("repeat and concurrency must be at least 1")
     gate = asyncio.Semaphore(concurrency)
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    # simulate is pointed at the developer's own application, usually on this machine: no address guard.
+    session = Http1Client(allow_private=True)
 
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async def one() -> Exchange:
+        async with gate:
+            return await simulate_once(
+                session, url, mo, deadline_s=deadline_s, unescape_newlines=unescape_newlines
+            )
 
-        async def one() -> Exchange:
-            async with gate:
-                return await simulate_once(
-                    session, url, mo, deadline_s=deadline_s, unescape_newlines=unescape_newlines
-                )
-
-        started = time.monotonic()
+    started = time.monotonic()
+    try:
         exchanges = await asyncio.gather(*(one() for _ in range(repeat)))
-        wall = time.monotonic() - started
+    finally:
+        await session.close()
+    wall = time.monotonic() - started
     return Run(list(exchanges), wall, concurrency)
 
 

@@ -18,11 +18,11 @@ from mogateway.core.timeline import FINAL_STATES, EventKind, State
 from mogateway.queue.base import QueuedMO, WorkQueue
 from mogateway.queue.local import LocalQueue
 from mogateway.service.dispatcher import Dispatcher
+from mogateway.service.http1 import Http1Client
 from mogateway.service.intake import Intake
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry
 from mogateway.service.replies import HttpReplyChannel, LogReplyChannel, ReplyChannel, ReplyRouter
-from mogateway.service.urlguard import GuardedResolver
 from mogateway.storage.journal import Change, Event, Journal, MessageRecord
 from mogateway.storage.sqlite import SqliteJournal
 
@@ -101,7 +101,7 @@ class Gateway:
         self.ingest_token = ""
         self.started_at = 0.0
         self.smpp: Any = None
-        self._session: aiohttp.ClientSession | None = None
+        self._http: Http1Client | None = None
         self._reply_session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self.dispatcher: Dispatcher | None = None
@@ -116,26 +116,14 @@ class Gateway:
         await self._load_tokens()
         await self.registry.load()
         await self.queue.start()
-        connector = aiohttp.TCPConnector(
-            limit=s.max_inflight,
-            limit_per_host=0,
-            resolver=GuardedResolver(s.allow_private_callbacks),
-            ttl_dns_cache=30,
-            enable_cleanup_closed=True,
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None),
-            auto_decompress=False,
-            skip_auto_headers=("User-Agent",),
-        )
+        self._http = Http1Client(allow_private=s.allow_private_callbacks)
         self.replies = ReplyRouter(self._default_reply_channel())
         self.dispatcher = Dispatcher(
             queue=self.queue,
             journal=self.journal,
             registry=self.registry,
             replies=self.replies,
-            session=self._session,
+            client=self._http,
             metrics=self.metrics,
             max_inflight=s.max_inflight,
             reply_max_parts=s.reply_max_parts,
@@ -166,9 +154,10 @@ class Gateway:
             await self.dispatcher.stop()
         if self.cluster is not None:
             await self.cluster.stop()
-        for session in (self._session, self._reply_session):
-            if session is not None:
-                await session.close()
+        if self._http is not None:
+            await self._http.close()
+        if self._reply_session is not None:
+            await self._reply_session.close()
         await self.queue.close()
         await self.journal.close()
 

@@ -18,14 +18,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
-
 from mogateway import __version__
 from mogateway.core.contract import InboundMO, Outcome, OutcomeKind, Sender, callback_body, callback_headers
 from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, EventKind, State, state_for_outcome
 from mogateway.queue.base import Delivery, QueuedMO, WorkQueue
 from mogateway.service.caller import exchange
+from mogateway.service.http1 import Http1Client
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry, first_word
 from mogateway.service.replies import Reply, ReplyError, ReplyRouter
@@ -60,7 +59,7 @@ class Dispatcher:
         journal: Journal,
         registry: Registry,
         replies: ReplyRouter,
-        session: aiohttp.ClientSession,
+        client: Http1Client,
         metrics: Metrics,
         max_inflight: int = 1000,
         reply_max_parts: int = 6,
@@ -70,7 +69,7 @@ class Dispatcher:
         self._journal = journal
         self._registry = registry
         self._replies = replies
-        self._session = session
+        self._http = client
         self._metrics = metrics
         self._global = asyncio.Semaphore(max_inflight)
         self._reply_max_parts = reply_max_parts
@@ -145,12 +144,23 @@ class Dispatcher:
                     await self._dispatch(delivery, client)
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    log.exception("dispatch of %s failed; it stays unfinished for recovery", delivery.item.id)
+                except Exception as exc:
+                    log.exception("dispatch of %s failed", delivery.item.id)
+                    await self._record_internal_error(delivery, exc)
         finally:
             lane.workers -= 1
             if not lane.items and lane.workers == 0:
                 self._lanes.pop(lane.client_id, None)
+
+    async def _record_internal_error(self, delivery: Delivery, exc: Exception) -> None:
+        """A bug must not leave an MO silently queued: record it as failed (it can be replayed)."""
+        detail = f"gateway error: {type(exc).__name__}: {exc}"[:300]
+        event = Event(EventKind.OUTCOME, time.time(), {"outcome": OutcomeKind.FAILED.value, "detail": detail})
+        try:
+            await self._journal.apply([Change(delivery.item.id, [event], State.FAILED, expect=_PENDING)])
+            await delivery.ack()
+        except Exception:
+            log.exception("could not record the failure of %s; it stays unfinished", delivery.item.id)
 
     async def _unroutable(self, delivery: Delivery) -> None:
         item = delivery.item
@@ -208,7 +218,7 @@ class Dispatcher:
             gauge.inc()
             try:
                 ex = await exchange(
-                    self._session,
+                    self._http,
                     client.callback_url,
                     body,
                     headers,

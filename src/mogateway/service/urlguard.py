@@ -2,9 +2,9 @@
 
 Only http and https are allowed, and every address a host resolves to must be globally routable:
 loopback, private, link-local (cloud metadata lives there), CGNAT, multicast and reserved ranges are
-refused unless the operator set ``allow_private_callbacks``. The check runs again when connecting, through
-:class:`GuardedResolver`, so a name that resolves to a public address at registration cannot later be
-pointed at 127.0.0.1 (DNS rebinding).
+refused unless the operator set ``allow_private_callbacks``. The check runs again when connecting (in
+:mod:`mogateway.service.http1`, on every address a name resolves to), so a name that resolved to a
+public address at registration cannot later be pointed at 127.0.0.1 (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ import asyncio
 import ipaddress
 import socket
 from functools import lru_cache
-from typing import Any
 from urllib.parse import urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
-
-__all__ = ["GuardedResolver", "UrlRefused", "address_allowed", "check_url_shape", "check_callback_url"]
+__all__ = ["UrlRefused", "address_allowed", "check_callback_url", "check_literal_host", "check_url_shape"]
 
 _MAX_URL = 2048
 
@@ -94,21 +90,3 @@ async def check_callback_url(url: str, allow_private: bool) -> None:
         address = str(info[4][0])
         if not address_allowed(address, False):
             raise UrlRefused(f"host {host!r} resolves to {address}, a private, loopback or reserved address")
-
-
-class GuardedResolver(AbstractResolver):
-    """An aiohttp resolver that drops refused addresses and fails when none is left."""
-
-    def __init__(self, allow_private: bool, inner: AbstractResolver | None = None) -> None:
-        self._allow_private = allow_private
-        self._inner = inner or DefaultResolver()
-
-    async def resolve(self, host: str, port: int = 0, family: Any = socket.AF_INET) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        allowed = [r for r in results if address_allowed(r["host"], self._allow_private)]
-        if not allowed:
-            raise UrlRefused(f"host {host!r} resolves only to private, loopback or reserved addresses")
-        return allowed
-
-    async def close(self) -> None:
-        await self._inner.close()
