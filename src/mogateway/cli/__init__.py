@@ -14,6 +14,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _root() -> None:
+    """Inbound-SMS gateway for Indian shortcodes: run it, manage clients, inspect messages."""
+
+
 for _module in (serve, clients, messages, send, simulate, smsc, waba, migrate):
     _module.register(app)
 

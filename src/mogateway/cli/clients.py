@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 
@@ -77,7 +77,16 @@ def list_(url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool
     if as_json:
         print_json(data)
         return
-    table = Table("id", "name", "shortcodes", "keywords", "callback_url", "timeout", "max conc.")
+    # Ids must stay whole (people copy them), whatever the terminal's width.
+    table = Table(
+        Column("id", no_wrap=True, min_width=19),
+        "name",
+        "shortcodes",
+        "keywords",
+        "callback_url",
+        "timeout",
+        "max conc.",
+    )
     for c in data["clients"]:
         table.add_row(
             c["id"],

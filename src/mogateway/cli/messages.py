@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 
@@ -68,7 +68,10 @@ def list_(
     if as_json:
         print_json(data)
         return
-    table = Table("id", "received", "from", "to", "state", "message", "reply")
+    # Ids must stay whole (people copy them), whatever the terminal's width.
+    table = Table(
+        Column("id", no_wrap=True, min_width=26), "received", "from", "to", "state", "message", "reply"
+    )
     for m in data["messages"]:
         style = _STATE_STYLE.get(m["state"], "red")
         table.add_row(
