@@ -121,11 +121,6 @@ def test_a_wrong_token_is_one_line_and_exit_4(run: Any) -> None:
     assert "401" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli tables let rich shrink the id column: in an 80-column terminal (or a pipe) ids are cut "
-    "to 'cl_qtbutl…' and cannot be copied; the id columns need no_wrap=True and min_width",
-)
 def test_ids_stay_whole_in_an_80_column_terminal(
     run: Any, gw: InProcessGateway, app: CallbackRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
