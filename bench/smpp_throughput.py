@@ -1,11 +1,26 @@
 """SMPP loop throughput: the simulator injects MOs over one bind, a fast callback answers, and we wait for
 every reply's submit_sm at the simulator. Prints MO/s and p50/p99 from deliver_sm to submit_sm.
 
-    python bench/smpp_throughput.py --count 20000 --concurrency 50
+    python bench/smpp_throughput.py --count 20000 [--window 100] [--runs 3] [--with-kannel]
 
-Starts the fast callback application and ``mogateway serve`` (SQLite journal in a temporary directory)
-as processes of their own; the simulator runs in this process. Everything listens on 127.0.0.1 and is
-stopped at the end.
+Per run and per gateway: a fresh SMSC simulator (``mogateway.testing.smsc``, in this process) on a free
+127.0.0.1 port, the gateway started as processes of its own and bound to it as a transceiver, then
+``--count`` single-part MOs written as deliver_sm with up to ``--window`` unanswered (as an SMSC under
+load does), and the clock stops when the last reply's submit_sm arrives. Every reply must arrive, to
+the right msisdn, with the application's text.
+
+- mogateway: ``mogateway serve`` (SQLite journal with synchronous=FULL: every MO is fsynced before its
+  deliver_sm_resp), the bind configured for the test (no submit_sm throttle, window ``--window``), a
+  registered client whose callback is the fast application. It asks for delivery receipts (its default,
+  ``registered_delivery = 1``), so it also receives and records one receipt per reply.
+- Kannel 1.4.5 (``--with-kannel``; Debian package ``kannel``): bearerbox with an SMPP transceiver to
+  the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
+  application (``bench/kannel/``). Its file store is written without fsync; it asks for no receipts.
+
+The callback application is one small HTTP/1.1 server process (keep-alive, answers every request with
+``text/plain`` "OK thanks"): mogateway's JSON POST with its Bearer header and Kannel's plain POST get the
+same answer. The CPU each process used is printed per MO, so a bottleneck in the simulator or the
+application would show.
 """
 
 from __future__ import annotations
@@ -13,9 +28,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -27,105 +48,297 @@ from mogateway.testing.smsc import SimulatedSmsc
 
 ADMIN = "bench-admin-token-0123456789"
 INGEST = "bench-ingest-token-0123456789"
+REPLY = b"OK thanks"
+SHORTCODE = "56767"
+
+# A minimal HTTP/1.1 server (uvloop when available): keep-alive, Content-Length bodies, one fixed
+# text/plain answer. Kept this small so that the application is never what the benchmark measures.
 FAST_APP = r"""
-import sys
-from aiohttp import web
-async def handle(request):
-    await request.read()
-    return web.Response(text="OK thanks", content_type="text/plain")
-app = web.Application()
-app.router.add_post("/cb", handle)
-web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+import asyncio, sys
+try:
+    import uvloop
+except ImportError:
+    uvloop = None
+ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
+          % (len(sys.argv[2]), sys.argv[2].encode()))
+CLOSE = ANSWER.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+
+class Server(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.buffer = transport, b""
+
+    def data_received(self, data):
+        buffer, out, close = self.buffer + data, [], False
+        while not close:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            length = 0
+            for line in buffer[:end].lower().split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"transfer-encoding":
+                    self.transport.write(b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n")
+                    self.transport.close()
+                    return
+                elif name == b"connection" and value.strip() == b"close":
+                    close = True
+            if len(buffer) < end + 4 + length:
+                break
+            buffer = buffer[end + 4 + length:]
+            out.append(CLOSE if close else ANSWER)
+        self.buffer = buffer
+        if out:
+            self.transport.write(b"".join(out))
+        if close:
+            self.transport.close()
+
+async def main():
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Server, "127.0.0.1", int(sys.argv[1]), backlog=1024)
+    async with server:
+        await server.serve_forever()
+
+(uvloop.run if uvloop else asyncio.run)(main())
 """
 
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] if ordered else float("nan")
 
 
-async def run(count: int, concurrency: int, workdir: Path) -> dict[str, float]:
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Result:
+    """One gateway's figures for one run."""
+
+    name: str
+    count: int
+    mo_per_s: float
+    p50_ms: float
+    p99_ms: float
+    ack_p50_ms: float
+    cpu_ms_per_mo: dict[str, float] = field(default_factory=dict)
+
+    def line(self) -> str:
+        cpu = ", ".join(f"{k} {v:.2f}" for k, v in self.cpu_ms_per_mo.items())
+        return (
+            f"{self.name:<10} {self.mo_per_s:7.0f} MO/s   deliver_sm→submit_sm p50 {self.p50_ms:7.1f} ms  "
+            f"p99 {self.p99_ms:7.1f} ms   deliver_sm_resp p50 {self.ack_p50_ms:6.1f} ms   CPU ms/MO: {cpu}"
+        )
+
+
+async def measure(
+    name: str,
+    smsc: SimulatedSmsc,
+    count: int,
+    window: int,
+    pids: dict[str, int],
+) -> Result:
+    """Inject ``count`` MOs at ``smsc`` (already bound) and wait for every reply's submit_sm."""
+    messages = [(f"9198{i:08d}", SHORTCODE, f"bench {i}") for i in range(count)]
+    cpu_before = {k: cpu_s(pid) for k, pid in pids.items()}
+    own_before = time.process_time()
+    already = len(smsc.submits)
+    injected = await smsc.inject_burst(messages, window=window, timeout=120)
+    refused = sorted({r.status for r in injected if r.status != 0}, key=str)
+    if refused:
+        raise RuntimeError(f"{name}: deliver_sm answered with status {refused}")
+    submits = (await smsc.wait_submits(already + count, timeout=max(120.0, count / 50)))[already:]
+    cpu = {k: (cpu_s(pid) - cpu_before[k]) * 1000 / count for k, pid in pids.items()}
+    cpu["simulator+bench"] = (time.process_time() - own_before) * 1000 / count
+    sent_at = {r.source: r.sent_at for r in injected}
+    latencies = []
+    for s in submits:
+        msisdn = s.pdu.destination_addr.lstrip("+")
+        if msisdn not in sent_at or s.pdu.short_message != REPLY:
+            raise RuntimeError(f"{name}: unexpected submit_sm to {msisdn!r}: {s.pdu.short_message!r}")
+        latencies.append((s.at - sent_at.pop(msisdn)) * 1000)
+    if sent_at:
+        raise RuntimeError(f"{name}: {len(sent_at)} MOs got no reply")
+    first = min(r.sent_at for r in injected)
+    last = max(s.at for s in submits)
+    return Result(
+        name,
+        count,
+        count / (last - first),
+        percentile(latencies, 50),
+        percentile(latencies, 99),
+        percentile([(r.answered_at - r.sent_at) * 1000 for r in injected], 50),
+        cpu,
+    )
+
+
+def _gateway_command(gw_port: int, profile: str) -> list[str]:
+    cmd = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+    if profile:
+        py_spy = str(Path(sys.executable).parent / "py-spy")
+        cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "-f", "raw", "-o", profile, "--", *cmd]
+    return cmd
+
+
+async def run_mogateway(
+    args: argparse.Namespace, app: subprocess.Popen[bytes], app_port: int, workdir: Path, run: int
+) -> Result:
     smsc = await SimulatedSmsc(system_id="bench", password="bench").start()
-    app_port, gw_port = free_port(), free_port()
-    app = start([sys.executable, "-c", FAST_APP, str(app_port)])
+    gw_port = free_port()
     bind = {
         "name": "bench",
         "host": "127.0.0.1",
         "port": smsc.port,
         "system_id": "bench",
         "password": "bench",
-        "throughput": 1_000_000,
-        "window": 100,
+        "throughput": 1_000_000,  # no throttle: the SMSC is ours and takes anything
+        "window": args.window,
         "operator": "airtel",
+        "registered_delivery": args.registered_delivery,
     }
     env = {
-        "MOGATEWAY_DATABASE": str(workdir / "bench.db"),
+        "MOGATEWAY_DATABASE": str(workdir / f"mogateway-{run}.db"),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN,
         "MOGATEWAY_INGEST_TOKEN": INGEST,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
         "MOGATEWAY_LOG_LEVEL": "warning",
         "MOGATEWAY_SMPP": json.dumps({"binds": [bind]}),
     }
-    gateway = start(
-        [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)], env, workdir / "gw.log"
-    )
+    if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
+        env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
+    gateway = start(_gateway_command(gw_port, args.profile), env, workdir / f"mogateway-{run}.log")
     try:
-        wait_port(app_port)
-        wait_port(gw_port)
+        await asyncio.to_thread(wait_port, gw_port, 30)
         async with (
             aiohttp.ClientSession() as session,
             session.post(
                 f"http://127.0.0.1:{gw_port}/v1/clients",
                 json={
                     "name": "bench",
-                    "shortcodes": ["56767"],
+                    "shortcodes": [SHORTCODE],
                     "callback_url": f"http://127.0.0.1:{app_port}/cb",
+                    "max_concurrency": args.max_pending,
                 },
                 headers={"authorization": f"Bearer {ADMIN}"},
             ) as r,
         ):
             if r.status != 201:
                 raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
-        await smsc.wait_bound(20)
+        await smsc.wait_bound(30)
         await asyncio.sleep(0.5)
-        sent_at: dict[str, float] = {}
-        numbers = iter(range(count))
-
-        async def injector() -> None:
-            for i in numbers:
-                msisdn = f"9198{i:08d}"
-                sent_at[msisdn] = time.monotonic()
-                statuses = await smsc.inject_mo(msisdn, "56767", f"bench {i}")
-                if statuses != [0]:
-                    raise RuntimeError(f"deliver_sm answered {statuses}")
-
-        first = time.monotonic()
-        await asyncio.gather(*(injector() for _ in range(concurrency)))
-        submits = await smsc.wait_submits(count, timeout=600)
-        last = max(s.at for s in submits)
-        latencies = [(s.at - sent_at[s.pdu.destination_addr]) * 1000 for s in submits[:count]]
+        pid = gateway.pid
+        if args.profile:  # py-spy's child is the gateway
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            pid = int(children[0]) if children else pid
+        pids = {"gateway": pid, "app": app.pid}
+        return await measure("mogateway", smsc, args.count, args.window, pids)
     finally:
-        stop(gateway)
-        stop(app)
+        await _stop_gateway(gateway, bool(args.profile))
         await smsc.stop()
-    return {
-        "mo_per_s": count / (last - first),
-        "p50_ms": percentile(latencies, 50),
-        "p99_ms": percentile(latencies, 99),
-    }
+
+
+async def _stop_gateway(gateway: subprocess.Popen[bytes], profiled: bool) -> None:
+    if profiled and gateway.poll() is None:  # py-spy writes its file on SIGINT
+        gateway.send_signal(signal.SIGINT)
+        try:
+            await asyncio.to_thread(gateway.wait, 60)
+        except subprocess.TimeoutExpired:
+            pass
+    await asyncio.to_thread(stop, gateway)
+
+
+async def run_kannel(
+    args: argparse.Namespace, app: subprocess.Popen[bytes], app_port: int, workdir: Path, run: int
+) -> Result:
+    from kannel.driver import Kannel
+
+    smsc = await SimulatedSmsc(system_id="bench", password="bench").start()
+    kdir = workdir / f"kannel-{run}"
+    kdir.mkdir()
+    try:
+        async with Kannel(
+            smsc_port=smsc.port,
+            url=f"http://127.0.0.1:{app_port}/kannel",
+            workdir=kdir,
+            window=args.window,
+            max_pending_requests=args.max_pending,
+        ) as kannel:
+            await smsc.wait_bound(30)
+            await asyncio.sleep(0.5)
+            assert kannel.bearerbox is not None and kannel.smsbox is not None
+            pids = {"bearerbox": kannel.bearerbox.pid, "smsbox": kannel.smsbox.pid, "app": app.pid}
+            return await measure("kannel", smsc, args.count, args.window, pids)
+    finally:
+        await smsc.stop()
+
+
+async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Result]]:
+    app_port = free_port()
+    app = start([sys.executable, "-c", FAST_APP, str(app_port), REPLY.decode()])
+    results: dict[str, list[Result]] = {}
+    Runner = Callable[[argparse.Namespace, subprocess.Popen[bytes], int, Path, int], Awaitable[Result]]
+    runners: list[tuple[str, Runner]] = [("mogateway", run_mogateway)]
+    if args.with_kannel:
+        runners.append(("kannel", run_kannel))
+    try:
+        await asyncio.to_thread(wait_port, app_port)
+        for run in range(1, args.runs + 1):
+            # Alternate the order so that neither always runs on a warmer (or busier) machine.
+            for name, runner in runners if run % 2 else runners[::-1]:
+                result = await runner(args, app, app_port, workdir, run)
+                results.setdefault(name, []).append(result)
+                print(f"run {run}: {result.line()}", flush=True)
+    finally:
+        stop(app)
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=20_000)
-    parser.add_argument("--concurrency", type=int, default=50, help="deliver_sm in flight (SMSC window)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(run(args.count, args.concurrency, Path(tmp)))
-    print(
-        f"mogateway SMPP: {args.count} MOs, window {args.concurrency}: {result['mo_per_s']:.0f} MO/s, "
-        f"deliver_sm→submit_sm p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
+    parser.add_argument("--count", type=int, default=20_000, help="MOs per gateway per run")
+    parser.add_argument("--window", type=int, default=100, help="deliver_sm in flight and submit_sm window")
+    parser.add_argument("--runs", type=int, default=1, help="runs per gateway; medians are printed")
+    parser.add_argument("--with-kannel", action="store_true", help="also run Kannel 1.4.5 (apt: kannel)")
+    parser.add_argument(
+        "--max-pending",
+        type=int,
+        default=512,
+        help="callbacks in flight: mogateway's client max_concurrency and Kannel's max-pending-requests",
     )
+    parser.add_argument(
+        "--registered-delivery", type=int, default=1, choices=(0, 1), help="mogateway asks for receipts"
+    )
+    parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")
+    parser.add_argument("--gateway-src", default="", help="run mogateway from this src/ directory (A/B)")
+    args = parser.parse_args()
+    if args.count < 1 or args.window < 1 or args.runs < 1:
+        parser.error("--count, --window and --runs must be at least 1")
+    if args.with_kannel:
+        from kannel.driver import KannelMissing, kannel_version
+
+        try:
+            print(kannel_version())
+        except KannelMissing as exc:
+            parser.exit(2, f"error: {exc}\n")
+    with tempfile.TemporaryDirectory(prefix="smpp-bench-") as tmp:
+        results = asyncio.run(run_all(args, Path(tmp)))
+    print(f"\n{args.count} MOs per run, window {args.window}, {args.runs} run(s); medians:")
+    medians: dict[str, float] = {}
+    for name, rows in results.items():
+        mo_s = statistics.median(r.mo_per_s for r in rows)
+        medians[name] = mo_s
+        p50 = statistics.median(r.p50_ms for r in rows)
+        p99 = statistics.median(r.p99_ms for r in rows)
+        print(f"  {name:<10} {mo_s:7.0f} MO/s   deliver_sm→submit_sm p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    if "kannel" in medians:
+        print(f"  mogateway / kannel: {medians['mogateway'] / medians['kannel']:.2f}×")
 
 
 if __name__ == "__main__":

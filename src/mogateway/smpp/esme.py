@@ -7,6 +7,11 @@ between it and a socket. Each :class:`EsmeBind` runs its own task: when its link
 A deliver_sm is handed to the bind's ``on_deliver`` coroutine in a task of its own and answered with the
 status that coroutine returns, once it returns (the MO is stored by then). Many deliver_sm may be in
 progress at once, as many as the SMSC's own window sends.
+
+Speed: every PDU written during one turn of the event loop goes out in one socket write (under load a
+system call per small PDU was the largest single cost of a bind), and the throttle spaces submit_sm
+exactly on average but only sleeps once the schedule is at least 1 ms ahead, so a fast link is not held
+to one submit_sm per turn of the loop.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ DeliverHandler = Callable[[DeliverSm], Awaitable[int]]
 _READ_SIZE: Final = 65536
 _CONNECT_TIMEOUT_S: Final = 10.0
 _UNBIND_WAIT_S: Final = 5.0
+#: The throttle sleeps only when the next submit_sm is due at least this far ahead; smaller gaps are
+#: carried forward in the schedule, so the average rate stays exact and the burst stays under 1 ms.
+_THROTTLE_GRANULARITY_S: Final = 0.001
 
 
 class BindUnavailable(Exception):
@@ -82,13 +90,23 @@ class _Link:
         self.session = session
         self.framer = Framer()
         self.waiters: dict[int, asyncio.Future[Pdu]] = {}
-        self.bound = asyncio.get_running_loop().create_future()  # type: asyncio.Future[None]
+        self._loop = asyncio.get_running_loop()
+        self.bound = self._loop.create_future()  # type: asyncio.Future[None]
         self.closed = asyncio.Event()
         self.window_changed = asyncio.Event()
+        self._out: list[bytes] = []
 
     def write(self, pdu: Pdu) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(pdu))
+        """Queue ``pdu``; what is queued in one turn of the event loop leaves in one socket write."""
+        if not self._out:
+            self._loop.call_soon(self.flush)
+        self._out.append(encode(pdu))
+
+    def flush(self) -> None:
+        """Write what is queued now (before closing, so an unbind_resp is not lost)."""
+        out, self._out = self._out, []
+        if out and not self.writer.is_closing():
+            self.writer.write(out[0] if len(out) == 1 else b"".join(out))
 
 
 class EsmeBind:
@@ -239,6 +257,7 @@ class EsmeBind:
             link.closed.set()
             timer.cancel()
             self._link = None
+            link.flush()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -299,6 +318,7 @@ class EsmeBind:
                     self.last_error = event.reason
                 link.closed.set()
                 if not link.writer.is_closing():
+                    link.flush()
                     link.writer.close()
             elif isinstance(event, Ignored):
                 self.counters.ignored += 1
@@ -324,7 +344,7 @@ class EsmeBind:
         async with self._throttle_lock:
             now = self._clock()
             wait = self._next_submit_at - now
-            if wait > 0:
+            if wait >= _THROTTLE_GRANULARITY_S:
                 await asyncio.sleep(wait)
                 now = self._clock()
             self._next_submit_at = max(now, self._next_submit_at) + 1.0 / self.config.throughput

@@ -7,6 +7,11 @@ receives, answers it with a message id and, when asked for, sends a delivery rec
 
 It speaks through the gateway's own codec; interoperability with independent implementations is
 tested separately (tests/interop).
+
+It is fast enough to benchmark a gateway with (``bench/smpp_throughput.py``): its
+:meth:`SimulatedSmsc.inject_burst` keeps a window of deliver_sm in flight without a task or timer per
+message, receipts go out without a task of their own, and what is written in one turn of the event
+loop leaves in one socket write.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import contextlib
 import hmac
 import itertools
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from mogateway.smpp.pdu import (
     Bind,
@@ -43,7 +48,7 @@ from mogateway.smpp.pdu import (
 from mogateway.smpp.receipt import format_receipt_text, receipt_tlvs
 from mogateway.smpp.segments import Segment, plan_reply
 
-__all__ = ["ReceivedSubmit", "SimulatedSmsc", "SmscClient"]
+__all__ = ["Injected", "ReceivedSubmit", "SimulatedSmsc", "SmscClient"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,17 @@ class ReceivedSubmit:
     at: float
 
 
+@dataclass(slots=True)
+class Injected:
+    """One deliver_sm of :meth:`SimulatedSmsc.inject_burst`: when it was written and how it was answered
+    (``status`` None: no answer before the connection closed)."""
+
+    source: str
+    sent_at: float = 0.0
+    answered_at: float = 0.0
+    status: int | None = None
+
+
 @dataclass(eq=False)
 class SmscClient:
     """One connected ESME."""
@@ -64,15 +80,28 @@ class SmscClient:
     system_id: str = ""
     mode: BindMode | None = None
     waiters: dict[int, asyncio.Future[Pdu]] = field(default_factory=dict)
+    #: Responses handled by a plain callback (bursts, receipts): no future, no task.
+    on_response: dict[int, Callable[[Pdu], None]] = field(default_factory=dict)
     sequence: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _out: list[bytes] = field(default_factory=list)
 
     @property
     def can_receive(self) -> bool:
         return self.mode is not None and self.mode.can_receive
 
     def send(self, pdu: Pdu) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(pdu))
+        """Queue ``pdu``; what is queued in one turn of the event loop leaves in one socket write."""
+        self.send_bytes(encode(pdu))
+
+    def send_bytes(self, data: bytes) -> None:
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._out.append(data)
+
+    def flush(self) -> None:
+        out, self._out = self._out, []
+        if out and not self.writer.is_closing():
+            self.writer.write(b"".join(out))
 
 
 class SimulatedSmsc:
@@ -99,11 +128,11 @@ class SimulatedSmsc:
         self.submits: list[ReceivedSubmit] = []
         self.clients: list[SmscClient] = []
         self.refuse_next: list[int] = []  # statuses to answer the next submit_sm with, in order
+        self.receipt_answers: list[int] = []  # deliver_sm_resp statuses of the receipts sent
         self._server: asyncio.Server | None = None
         self._message_ids = itertools.count(0x1000)
         self._submit_arrived = asyncio.Event()
         self._bound = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._references = itertools.count(1)
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -120,9 +149,6 @@ class SimulatedSmsc:
             self._server.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def __aenter__(self) -> SimulatedSmsc:
         return await self.start()
@@ -154,6 +180,8 @@ class SimulatedSmsc:
             for waiter in client.waiters.values():
                 if not waiter.done():
                     waiter.set_exception(ConnectionError("ESME disconnected"))
+            client.on_response.clear()
+            client.flush()
             writer.close()
             if client.mode is not None:
                 self._log(f"unbound {client.system_id}")
@@ -173,6 +201,10 @@ class SimulatedSmsc:
         elif isinstance(item, SubmitSm):
             client.send(self._submit(client, item))
         elif isinstance(item, DeliverSmResp | UnbindResp | EnquireLinkResp | GenericNack):
+            handler = client.on_response.pop(item.sequence, None)
+            if handler is not None:
+                handler(item)
+                return
             waiter = client.waiters.pop(item.sequence, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(item)
@@ -199,19 +231,20 @@ class SimulatedSmsc:
         message_id = f"{next(self._message_ids):08x}"
         self.submits.append(ReceivedSubmit(pdu, message_id, client.system_id, time.monotonic()))
         self._submit_arrived.set()
-        self._log(f"submit_sm {message_id}: {pdu.source_addr} -> {pdu.destination_addr} dc={pdu.data_coding}")
+        if self.on_event is not None:
+            self._log(
+                f"submit_sm {message_id}: {pdu.source_addr} -> {pdu.destination_addr} dc={pdu.data_coding}"
+            )
         if pdu.registered_delivery & 0x01:
-            self._spawn(self._receipt_later(client, pdu, message_id))
+            if self.receipt_delay_s:
+                loop = asyncio.get_running_loop()
+                loop.call_later(self.receipt_delay_s, self._send_receipt, client, pdu, message_id)
+            else:  # after the submit_sm_resp, as an SMSC does
+                asyncio.get_running_loop().call_soon(self._send_receipt, client, pdu, message_id)
         return SubmitSmResp(message_id=message_id, sequence=pdu.sequence)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _receipt_later(self, client: SmscClient, pdu: SubmitSm, message_id: str) -> None:
-        if self.receipt_delay_s:
-            await asyncio.sleep(self.receipt_delay_s)
+    def _send_receipt(self, client: SmscClient, pdu: SubmitSm, message_id: str) -> None:
+        """Send the receipt for one submit_sm; its deliver_sm_resp status goes to :attr:`receipt_answers`."""
         now = datetime.now(UTC)
         stat = self.receipt_stat
         err = "000" if stat == "DELIVRD" else "001"
@@ -223,9 +256,11 @@ class SimulatedSmsc:
             tlvs=receipt_tlvs(message_id, stat),
         )
         target = client if client.can_receive else next((c for c in self.clients if c.can_receive), None)
-        if target is not None:
-            with contextlib.suppress(Exception):
-                await self._deliver(target, receipt)
+        if target is None or target.writer.is_closing():
+            return
+        seq = next(target.sequence)
+        target.on_response[seq] = lambda resp: self.receipt_answers.append(resp.status)
+        target.send(replace(receipt, sequence=seq))
 
     # --------------------------------------------------------------------------------- injecting
 
@@ -284,6 +319,73 @@ class SimulatedSmsc:
                 statuses.append(response.status)
                 self._log(f"deliver_sm {source} -> {destination}: {Status.describe(response.status)}")
         return statuses
+
+    async def inject_burst(
+        self, messages: Sequence[tuple[str, str, str]], *, window: int = 100, timeout: float = 600.0
+    ) -> list[Injected]:
+        """Deliver ``(source, destination, text)`` MOs (one deliver_sm each: the text must fit one SMS)
+        to the first bound receiver, keeping up to ``window`` unanswered, as an SMSC under load does.
+
+        Returns one :class:`Injected` per message once every one is answered; raises TimeoutError when
+        answers stop coming for ``timeout`` seconds, ConnectionError when the ESME goes away.
+        """
+        targets = self.receivers()
+        if not targets:
+            raise RuntimeError("no ESME is bound as receiver or transceiver")
+        client = targets[0]
+        results = [Injected(source) for source, _, _ in messages]
+        room = asyncio.Event()
+        outstanding = 0
+        answered = 0
+
+        def answer(index: int) -> Callable[[Pdu], None]:
+            def on_response(response: Pdu) -> None:
+                nonlocal outstanding, answered
+                result = results[index]
+                result.answered_at, result.status = time.monotonic(), response.status
+                outstanding -= 1
+                answered += 1
+                room.set()
+
+            return on_response
+
+        clock = time.monotonic
+        for index, (source, destination, text) in enumerate(messages):
+            (segment,) = self.segments_for(text, split="udh", data_coding=None)
+            while outstanding >= window:
+                room.clear()
+                await self._wait_room(room, client, timeout)
+            seq = next(client.sequence)
+            client.on_response[seq] = answer(index)
+            client.send_bytes(
+                encode(
+                    DeliverSm(
+                        source_addr_ton=1,
+                        source_addr_npi=1,
+                        source_addr=source,
+                        destination_addr=destination,
+                        data_coding=segment.data_coding,
+                        short_message=segment.short_message,
+                        sequence=seq,
+                    )
+                )
+            )
+            results[index].sent_at = clock()
+            outstanding += 1
+        while answered < len(messages):
+            room.clear()
+            await self._wait_room(room, client, timeout)
+        return results
+
+    async def _wait_room(self, room: asyncio.Event, client: SmscClient, timeout: float) -> None:
+        if client not in self.clients:
+            raise ConnectionError("the ESME disconnected during the burst")
+        try:
+            await asyncio.wait_for(room.wait(), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no deliver_sm_resp for {timeout} s") from None
+        if client not in self.clients:
+            raise ConnectionError("the ESME disconnected during the burst")
 
     def segments_for(
         self, text: str, *, split: Literal["udh", "sar", "payload"], data_coding: int | None
