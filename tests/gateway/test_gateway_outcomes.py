@@ -335,3 +335,16 @@ def test_a_slow_client_does_not_delay_another_client(
         msg = gw.wait_state(fast_id, timeout=1.5)
         assert msg["state"] == "replied"
         assert all(gw.message(i)["state"] == "queued" for i in slow_ids)
+
+
+def test_a_client_never_has_more_callbacks_in_flight_than_its_cap(
+    gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    app.answer = Answer.late(0.3)
+    gw.add_client(shortcodes=[SC], callback_url=app.url, max_concurrency=2)
+    ids = [gw.push(SC, f"m{i}")["id"] for i in range(6)]
+    for message_id in ids:
+        gw.wait_state(message_id)
+    at = sorted(call.at for call in app.calls)
+    # With at most two in flight, the third call can only start once the first answer (0.3 s) came back.
+    assert all(at[i + 2] - at[i] >= 0.25 for i in range(len(at) - 2)), at
