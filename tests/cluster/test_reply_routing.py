@@ -1,0 +1,122 @@
+"""A reply for a bind held by another node goes to that node over NATS, and comes back with its refs."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats
+import pytest
+from cluster_harness import NATS_URL
+
+from mogateway.service.nodes import ClusterReplyChannel, NodeInfo, ReplyResponder
+from mogateway.service.replies import Reply, ReplyError, ReplySubmitted
+
+
+class FakeBinds:
+    """A node's SMPP reply channel: ``pick`` as the real one, ``send`` records and returns a ref."""
+
+    name = "smpp"
+
+    def __init__(self, binds: dict[str, str], fail: ReplyError | None = None) -> None:
+        self.binds = binds  # bind name -> operator
+        self.sent: list[Reply] = []
+        self.fail = fail
+
+    def pick(self, origin: str, operator: str = "") -> Any:
+        name = origin.split(":", 1)[1] if origin.startswith("smpp:") else ""
+        return name if name in self.binds else None
+
+    async def send(self, reply: Reply) -> ReplySubmitted:
+        if self.fail is not None:
+            raise self.fail
+        self.sent.append(reply)
+        return ReplySubmitted("smpp", 1, [f"smsc-{len(self.sent)}"], "bound")
+
+
+class Directory:
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        self._nodes = nodes
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def nodes(self) -> list[NodeInfo]:
+        return self._nodes
+
+
+def node(name: str, binds: dict[str, str]) -> NodeInfo:
+    return NodeInfo(
+        name=name,
+        address="",
+        version="",
+        started_at=0,
+        seen_at=0,
+        binds=[{"name": b, "operator": op, "state": "bound", "transmit": True} for b, op in binds.items()],
+    )
+
+
+@pytest.fixture
+async def nc() -> AsyncIterator[Any]:
+    try:
+        client = await nats.connect(NATS_URL, connect_timeout=3, max_reconnect_attempts=1)
+    except Exception as exc:
+        pytest.fail(f"NATS is not reachable at {NATS_URL} ({exc}); run `bash scripts/ensure-services.sh`")
+    yield client
+    await client.close()
+
+
+def reply(origin: str, operator: str = "") -> Reply:
+    return Reply("m1", "56767", "919812345678", "Thanks", origin, operator)
+
+
+async def test_a_reply_for_another_nodes_bind_is_sent_by_that_node(nc: Any) -> None:
+    prefix = f"mogwt.{secrets.token_hex(4)}.reply"
+    a_binds, b_binds = FakeBinds({"airtel-dl": "airtel"}), FakeBinds({"jio-mh": "jio"})
+    directory = Directory([node("a", a_binds.binds), node("b", b_binds.binds)])
+    responder = ReplyResponder(nc, b_binds, me="b", subject_prefix=prefix)
+    await responder.start()
+    try:
+        on_a = ClusterReplyChannel(a_binds, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        # Its own bind: sent locally.
+        local = await on_a.send(reply("smpp:airtel-dl"))
+        assert local.refs == ["smsc-1"] and len(a_binds.sent) == 1 and not b_binds.sent
+        # Node b's bind: sent by b, with b's SMSC ref coming back for delivery receipts.
+        remote = await on_a.send(reply("smpp:jio-mh"))
+        assert remote.refs == ["smsc-1"] and remote.detail.startswith("via b")
+        assert [r.origin for r in b_binds.sent] == ["smpp:jio-mh"]
+        # A bind gone from every node, but the operator is known: another bind of that operator.
+        b_binds.binds["jio-up"] = "jio"
+        directory = Directory([node("a", a_binds.binds), node("b", {"jio-up": "jio"})])
+        on_a = ClusterReplyChannel(a_binds, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        await on_a.send(reply("smpp:jio-mh", operator="jio"))
+        assert len(b_binds.sent) == 2
+        # No node can send it: a retryable failure, nothing sent.
+        with pytest.raises(ReplyError) as info:
+            await ClusterReplyChannel(None, directory, nc, me="a", subject_prefix=prefix).send(
+                reply("smpp:vi-ka", operator="vi")
+            )
+        assert info.value.retryable
+    finally:
+        await responder.stop()
+
+
+async def test_the_other_nodes_refusal_comes_back_as_it_was(nc: Any) -> None:
+    prefix = f"mogwt.{secrets.token_hex(4)}.reply"
+    b_binds = FakeBinds({"jio-mh": "jio"}, fail=ReplyError("ESME_RINVDSTADR", retryable=False))
+    directory = Directory([node("a", {}), node("b", b_binds.binds)])
+    responder = ReplyResponder(nc, b_binds, me="b", subject_prefix=prefix)
+    await responder.start()
+    try:
+        on_a = ClusterReplyChannel(None, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        with pytest.raises(ReplyError, match="ESME_RINVDSTADR") as info:
+            await on_a.send(reply("smpp:jio-mh"))
+        assert not info.value.retryable
+    finally:
+        await responder.stop()
+    # The node went away: no responder on its subject any more — retryable, it may come back.
+    with pytest.raises(ReplyError, match="gone") as gone:
+        await on_a.send(reply("smpp:jio-mh"))
+    assert gone.value.retryable
