@@ -16,7 +16,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -144,16 +144,20 @@ def _client_from_doc(doc: str) -> ClientRecord:
     return ClientRecord(**orjson.loads(doc))
 
 
+Target = asyncio.Future[Any] | list[asyncio.Future[Any]]
+Job = tuple[Callable[[sqlite3.Connection], Any], Target]
+
+
 class _Writer(threading.Thread):
-    """The one thread that writes. Jobs are callables taking the connection."""
+    """The one thread that writes. A job is a callable taking the connection, and what to resolve
+    with its value: one future, or a list of futures and then the value is a list of the same length."""
 
     def __init__(self, path: str, synchronous: str, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(name="journal-writer", daemon=True)
         self._path = path
         self._sync = synchronous
         self._loop = loop
-        self.jobs: queue.SimpleQueue[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]] | None]
-        self.jobs = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.ready = threading.Event()
         self.error: BaseException | None = None
 
@@ -185,11 +189,7 @@ class _Writer(threading.Thread):
             self._run_group(conn, group)
         conn.close()
 
-    def _run_group(
-        self,
-        conn: sqlite3.Connection,
-        group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]],
-    ) -> None:
+    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> None:
         # Fast path: the whole group in one transaction, one commit. Jobs are written not to fail; if
         # one does, the group is rolled back and every job runs again in a transaction of its own, so
         # the failure stays with the job that caused it.
@@ -199,9 +199,9 @@ class _Writer(threading.Thread):
             conn.execute("COMMIT")
         except Exception:
             self._rollback(conn)
-            results = [self._run_alone(conn, fn, fut) for fn, fut in group]
+            results = [self._run_alone(conn, fn, target) for fn, target in group]
         else:
-            results = [(fut, True, value) for (_, fut), value in zip(group, values, strict=True)]
+            results = [(target, True, value) for (_, target), value in zip(group, values, strict=True)]
         self._loop.call_soon_threadsafe(_resolve_all, results)
 
     @staticmethod
@@ -212,8 +212,8 @@ class _Writer(threading.Thread):
             pass
 
     def _run_alone(
-        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], fut: asyncio.Future[Any]
-    ) -> tuple[asyncio.Future[Any], bool, Any]:
+        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], target: Target
+    ) -> tuple[Target, bool, Any]:
         try:
             conn.execute("BEGIN IMMEDIATE")
             value = fn(conn)
@@ -221,18 +221,88 @@ class _Writer(threading.Thread):
         except Exception as exc:
             log.warning("journal write failed: %s: %s", type(exc).__name__, exc)
             self._rollback(conn)
-            return fut, False, exc
-        return fut, True, value
+            return target, False, exc
+        return target, True, value
 
 
-def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for fut, ok, value in results:
-        if fut.done():
-            continue
-        if ok:
-            fut.set_result(value)
+def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if fut.done():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)
+
+
+def _resolve_all(results: list[tuple[Target, bool, Any]]) -> None:
+    for target, ok, value in results:
+        if isinstance(target, list):
+            for index, fut in enumerate(target):
+                _settle(fut, ok, value[index] if ok else value)
         else:
-            fut.set_exception(value)
+            _settle(target, ok, value)
+
+
+class _Coalescer:
+    """Merges calls of one kind (store, apply) made while the writer was busy into one job.
+
+    The event loop adds calls; the first call of a round puts one job in the writer's queue; when that
+    job runs it takes every call made so far and executes them as one batch (one SELECT, one
+    executemany), so a thousand single-message calls cost about what one batch of a thousand costs.
+    """
+
+    def __init__(self, run_batch: Callable[[sqlite3.Connection, list[Any]], list[Any]]) -> None:
+        self._run_batch = run_batch
+        self._lock = threading.Lock()
+        self._calls: list[tuple[Sequence[Any], asyncio.Future[list[Any]]]] = []
+
+    def add(self, writer: _Writer, items: Sequence[Any], fut: asyncio.Future[list[Any]]) -> None:
+        with self._lock:
+            first = not self._calls
+            self._calls.append((items, fut))
+        if first:
+            job = _CoalescedJob(self)
+            writer.jobs.put((job, job.futures))
+
+    def take(self) -> list[tuple[Sequence[Any], asyncio.Future[list[Any]]]]:
+        with self._lock:
+            calls, self._calls = self._calls, []
+        return calls
+
+
+class _CoalescedJob:
+    """One round of a coalescer; re-runnable (the writer retries a failed group job by job)."""
+
+    def __init__(self, owner: _Coalescer) -> None:
+        self._owner = owner
+        self._calls: list[tuple[Sequence[Any], asyncio.Future[list[Any]]]] | None = None
+        self.futures: list[asyncio.Future[Any]] = []
+
+    def __call__(self, conn: sqlite3.Connection) -> list[list[Any]]:
+        if self._calls is None:
+            self._calls = self._owner.take()
+            self.futures.extend(fut for _, fut in self._calls)
+        flat = [item for items, _ in self._calls for item in items]
+        results = self._owner._run_batch(conn, flat)
+        out: list[list[Any]] = []
+        start = 0
+        for items, _ in self._calls:
+            out.append(results[start : start + len(items)])
+            start += len(items)
+        return out
+
+
+def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def _states_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for chunk in _chunks(list(dict.fromkeys(ids))):
+        marks = ",".join("?" * len(chunk))
+        found.update(conn.execute(f"SELECT id, state FROM messages WHERE id IN ({marks})", chunk).fetchall())
+    return found
 
 
 class SqliteJournal:
@@ -245,6 +315,8 @@ class SqliteJournal:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._stores = _Coalescer(self._store_batch)
+        self._applies = _Coalescer(self._apply_batch)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -311,108 +383,120 @@ class SqliteJournal:
     async def store(self, messages: Sequence[NewMessage]) -> list[StoreResult]:
         if not messages:
             return []
-        now = time.time()
-        rows = [
-            (
-                m.id,
-                m.origin,
-                m.source_id,
-                m.shortcode,
-                m.msisdn,
-                m.message,
-                m.received_at,
-                now,
-                now,
-                m.state.value,
-                m.cc,
-                m.ndc,
-                m.sn,
-                m.operator,
-                m.circle,
-            )
-            for m in messages
-        ]
-
-        def job(conn: sqlite3.Connection) -> list[StoreResult]:
-            results: list[StoreResult] = []
-            events: list[tuple[str, float, str, str]] = []
-            insert = conn.execute
-            for m, row in zip(messages, rows, strict=True):
-                cur = insert(
-                    "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, "
-                    "stored_at, updated_at, state, cc, ndc, sn, operator, circle) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
-                    row,
-                )
-                if cur.rowcount == 1:
-                    kind = EventKind.REJECTED if m.state is State.REJECTED else EventKind.RECEIVED
-                    data: dict[str, Any] = {"origin": m.origin, "stored_at": now}
-                    if m.source_id is not None:
-                        data["source_id"] = m.source_id
-                    if m.notes:
-                        data["notes"] = list(m.notes)
-                    if m.state is State.REJECTED:
-                        data["reason"] = m.reason
-                        data["field"] = m.reason_field
-                    events.append((m.id, m.received_at, kind.value, orjson.dumps(data).decode()))
-                    results.append(StoreResult(m.id, m.state, False, m.reason, m.reason_field))
-                else:
-                    found = conn.execute("SELECT state FROM messages WHERE id=?", (m.id,)).fetchone()
-                    reason, field = "", ""
-                    if found[0] == State.REJECTED.value:
-                        ev = conn.execute(
-                            "SELECT data FROM events WHERE message_id=? AND kind='rejected' LIMIT 1", (m.id,)
-                        ).fetchone()
-                        if ev is not None:
-                            info = orjson.loads(ev[0])
-                            reason, field = info.get("reason", ""), info.get("field", "")
-                    results.append(StoreResult(m.id, State(found[0]), True, reason, field))
-            conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
-            return results
-
-        return await self._write(job)
+        return await self._coalesced(self._stores, messages)
 
     async def apply(self, changes: Sequence[Change]) -> list[bool]:
         if not changes:
             return []
+        return await self._coalesced(self._applies, changes)
+
+    def _coalesced(self, coalescer: _Coalescer, items: Sequence[Any]) -> asyncio.Future[list[Any]]:
+        if self._writer is None:
+            raise RuntimeError("journal is not open")
+        fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        coalescer.add(self._writer, items, fut)
+        return fut
+
+    @staticmethod
+    def _store_batch(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[StoreResult]:
+        """Insert the messages not stored yet (one SELECT, one executemany); report the others."""
         now = time.time()
+        known = _states_of(conn, [m.id for m in messages])
+        rows: list[tuple[Any, ...]] = []
+        events: list[tuple[str, float, str, str]] = []
+        results: list[StoreResult] = []
+        rejected_dupes: list[int] = []
+        for m in messages:
+            state = known.get(m.id)
+            if state is not None:
+                if state == State.REJECTED.value:
+                    rejected_dupes.append(len(results))
+                results.append(StoreResult(m.id, State(state), True))
+                continue
+            known[m.id] = m.state.value  # a second copy in the same batch is a duplicate of this one
+            rows.append(
+                (
+                    m.id,
+                    m.origin,
+                    m.source_id,
+                    m.shortcode,
+                    m.msisdn,
+                    m.message,
+                    m.received_at,
+                    now,
+                    now,
+                    m.state.value,
+                    m.cc,
+                    m.ndc,
+                    m.sn,
+                    m.operator,
+                    m.circle,
+                )
+            )
+            rejected = m.state is State.REJECTED
+            data: dict[str, Any] = {"origin": m.origin, "stored_at": now}
+            if m.source_id is not None:
+                data["source_id"] = m.source_id
+            if m.notes:
+                data["notes"] = list(m.notes)
+            if rejected:
+                data["reason"] = m.reason
+                data["field"] = m.reason_field
+            kind = EventKind.REJECTED if rejected else EventKind.RECEIVED
+            events.append((m.id, m.received_at, kind.value, orjson.dumps(data).decode()))
+            results.append(StoreResult(m.id, m.state, False, m.reason, m.reason_field))
+        conn.executemany(
+            "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, "
+            "stored_at, "
+            "updated_at, state, cc, ndc, sn, operator, circle) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
+        for index in rejected_dupes:  # rare: a source sending a refused MO again gets the same reason
+            dup = results[index]
+            row = conn.execute(
+                "SELECT data FROM events WHERE message_id=? AND kind='rejected' LIMIT 1", (dup.id,)
+            ).fetchone()
+            info = orjson.loads(row[0]) if row else {}
+            results[index] = StoreResult(
+                dup.id, dup.state, True, info.get("reason", ""), info.get("field", "")
+            )
+        return results
 
-        def job(conn: sqlite3.Connection) -> list[bool]:
-            applied: list[bool] = []
-            events: list[tuple[str, float, str, str]] = []
-            refs: list[tuple[str, str]] = []
-            for ch in changes:
-                if ch.state is not None or ch.expect is not None:
-                    sets = ["updated_at=?"]
-                    params: list[Any] = [now]
-                    if ch.state is not None:
-                        sets.append("state=?")
-                        params.append(ch.state.value)
-                    if ch.client_id is not None:
-                        sets.append("client_id=?")
-                        params.append(ch.client_id)
-                    if ch.reply_text is not None:
-                        sets.append("reply_text=?")
-                        params.append(ch.reply_text)
-                    sql = f"UPDATE messages SET {', '.join(sets)} WHERE id=?"
-                    params.append(ch.message_id)
-                    if ch.expect is not None:
-                        sql += f" AND state IN ({','.join('?' * len(ch.expect))})"
-                        params.extend(s.value for s in ch.expect)
-                    if conn.execute(sql, params).rowcount != 1:
-                        applied.append(False)
-                        continue
-                applied.append(True)
-                for ev in ch.events:
-                    events.append((ch.message_id, ev.at, ev.kind.value, orjson.dumps(ev.data).decode()))
-                refs.extend((ref, ch.message_id) for ref in ch.reply_refs)
-            if events:
-                conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
-            if refs:
-                conn.executemany("INSERT OR REPLACE INTO reply_refs VALUES (?,?)", refs)
-            return applied
-
-        return await self._write(job)
+    @staticmethod
+    def _apply_batch(conn: sqlite3.Connection, changes: list[Change]) -> list[bool]:
+        """Apply changes in order: compare-and-set against the states read once, then one executemany."""
+        now = time.time()
+        states = _states_of(conn, [ch.message_id for ch in changes if ch.expect is not None])
+        applied: list[bool] = []
+        updates: list[tuple[Any, ...]] = []
+        events: list[tuple[str, float, str, str]] = []
+        refs: list[tuple[str, str]] = []
+        for ch in changes:
+            if ch.expect is not None:
+                current = states.get(ch.message_id)
+                if current is None or current not in {s.value for s in ch.expect}:
+                    applied.append(False)
+                    continue
+            if ch.state is not None:
+                states[ch.message_id] = ch.state.value
+            applied.append(True)
+            updates.append(
+                (now, ch.state.value if ch.state else None, ch.client_id, ch.reply_text, ch.message_id)
+            )
+            for ev in ch.events:
+                events.append((ch.message_id, ev.at, ev.kind.value, orjson.dumps(ev.data).decode()))
+            refs.extend((ref, ch.message_id) for ref in ch.reply_refs)
+        conn.executemany(
+            "UPDATE messages SET updated_at=?, state=coalesce(?, state), client_id=coalesce(?, client_id), "
+            "reply_text=coalesce(?, reply_text) WHERE id=?",
+            updates,
+        )
+        if events:
+            conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
+        if refs:
+            conn.executemany("INSERT OR REPLACE INTO reply_refs VALUES (?,?)", refs)
+        return applied
 
     async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
         now = time.time()
