@@ -205,6 +205,9 @@ async def rotate_token(request: Request, client_id: str) -> Response:
 
 
 def _timeline_json(events: list[Event]) -> list[dict[str, Any]]:
+    """The timeline as people read it. The journal keeps it compact (one row for a whole callback
+    exchange, the stored time inside the received row); here it is spread out again: received, stored,
+    routed, each attempt, outcome, reply..."""
     out: list[dict[str, Any]] = []
     for ev in events:
         data = dict(ev.data)
@@ -214,6 +217,15 @@ def _timeline_json(events: list[Event]) -> list[dict[str, Any]]:
             if ev.kind is EventKind.RECEIVED and stored_at is not None:
                 out.append({"at": iso(stored_at), "event": "stored"})
             continue
+        if ev.kind is EventKind.OUTCOME and "routed_at" in data:
+            routed_at = data.pop("routed_at")
+            client = {"client_id": data.pop("client_id", None), "client": data.pop("client", None)}
+            out.append({"at": iso(routed_at), "event": EventKind.ROUTED.value, **client})
+            for attempt in data.pop("attempts", []):
+                attempt = dict(attempt)
+                out.append(
+                    {"at": iso(attempt.pop("at", routed_at)), "event": EventKind.ATTEMPT.value, **attempt}
+                )
         out.append({"at": iso(ev.at), "event": ev.kind.value, **data})
     return out
 

@@ -78,6 +78,18 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: asyncio.Task[None] | None = None
         self._user_agent_version = __version__
+        # prometheus children by label, looked up once (labels() costs more than inc()).
+        self._per_client: dict[str, tuple[Any, Any]] = {}
+        self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
+
+    def _client_metrics(self, client_id: str) -> tuple[Any, Any]:
+        found = self._per_client.get(client_id)
+        if found is None:
+            found = self._per_client[client_id] = (
+                self._metrics.inflight.labels(client_id),
+                self._metrics.callback_latency.labels(client_id),
+            )
+        return found
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,7 +225,7 @@ class Dispatcher:
         body = callback_body(mo, "s" if client.tsunix_unit == "s" else "ms")
         headers = callback_headers(client.token, item.id, self._user_agent_version)
         routed_at = time.time()
-        gauge = metrics.inflight.labels(client.id)
+        gauge, latency = self._client_metrics(client.id)
         async with self._global:
             gauge.inc()
             try:
@@ -229,19 +241,30 @@ class Dispatcher:
             finally:
                 gauge.dec()
         outcome = ex.outcome
-        metrics.callbacks.labels(client.id, outcome.kind.value).inc()
-        metrics.callback_latency.labels(client.id).observe(ex.elapsed_ms / 1000.0)
+        counter = self._outcome_counters.get((client.id, outcome.kind))
+        if counter is None:
+            counter = self._outcome_counters[(client.id, outcome.kind)] = metrics.callbacks.labels(
+                client.id, outcome.kind.value
+            )
+        counter.inc()
+        latency.observe(ex.elapsed_ms / 1000.0)
 
-        events = [Event(EventKind.ROUTED, routed_at, {"client_id": client.id, "client": client.name})]
+        # One journal row for the whole exchange (routed, attempts, outcome): the API spreads it out.
+        attempts: list[dict[str, Any]] = []
         for number, attempt in enumerate(ex.attempts, 1):
-            data: dict[str, Any] = {"n": number, "elapsed_ms": round(attempt.elapsed_ms, 1)}
+            data: dict[str, Any] = {
+                "n": number,
+                "at": routed_at + attempt.started_ms / 1000.0,
+                "elapsed_ms": round(attempt.elapsed_ms, 1),
+            }
             if attempt.status is not None:
                 data["status"] = attempt.status
             if attempt.error:
                 data["error"] = attempt.error
-            events.append(Event(EventKind.ATTEMPT, routed_at + attempt.started_ms / 1000.0, data))
+            attempts.append(data)
         reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms)
-        events.append(Event(EventKind.OUTCOME, time.time(), outcome_data))
+        outcome_data.update(routed_at=routed_at, client_id=client.id, client=client.name, attempts=attempts)
+        events = [Event(EventKind.OUTCOME, time.time(), outcome_data)]
 
         (applied,) = await self._journal.apply(
             [
