@@ -4,8 +4,10 @@ The protocol lives in :class:`~mogateway.smpp.session.Session`; this file only m
 between it and a socket. Each :class:`EsmeBind` runs its own task: when its link fails it waits
 (exponential backoff with jitter) and connects again, and nothing it does can stop another bind.
 
-A deliver_sm is handed to the bind's ``on_deliver`` coroutine in a task of its own and answered with the
-status that coroutine returns, once it returns (the MO is stored by then). Many deliver_sm may be in
+A deliver_sm is handed to the bind's ``on_deliver`` and answered with the status it gives, once it gives
+it (the MO is stored by then). ``on_deliver`` is either a coroutine function, run in a task per
+deliver_sm, or an object with ``begin(pdu, answer)`` (:class:`~mogateway.smpp.inbound.InboundHandler`)
+that calls ``answer(status)`` itself, which spares a task per message. Many deliver_sm may be in
 progress at once, as many as the SMSC's own window sends.
 
 Speed: every PDU written during one turn of the event loop goes out in one socket write (under load a
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import ssl
@@ -54,6 +57,7 @@ __all__ = ["BindUnavailable", "DeliverHandler", "EsmeBind"]
 log = logging.getLogger("mogateway.smpp")
 
 DeliverHandler = Callable[[DeliverSm], Awaitable[int]]
+Answer = Callable[[int], None]
 _READ_SIZE: Final = 65536
 _CONNECT_TIMEOUT_S: Final = 10.0
 _UNBIND_WAIT_S: Final = 5.0
@@ -124,6 +128,8 @@ class EsmeBind:
         self.config = config
         self.name = config.name
         self._on_deliver = on_deliver
+        begin: Callable[[DeliverSm, Answer], None] | None = getattr(on_deliver, "begin", None)
+        self._begin = begin if begin is not None else self._begin_in_task
         self._clock = clock
         self._backoff_initial = backoff_initial_s
         self._backoff_max = backoff_max_s
@@ -285,9 +291,7 @@ class EsmeBind:
                 link.write(event.pdu)
             elif isinstance(event, RequestReceived):
                 self.counters.deliver_sm += 1
-                task = asyncio.create_task(self._answer(link, event.pdu))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._begin(event.pdu, functools.partial(self._answer, link, event.pdu))
             elif isinstance(event, ResponseReceived):
                 waiter = link.waiters.pop(event.response.sequence, None)
                 if waiter is not None and not waiter.done():
@@ -324,23 +328,36 @@ class EsmeBind:
                 self.counters.ignored += 1
                 log.debug("bind %s: %s", self.name, event.reason)
 
-    async def _answer(self, link: _Link, pdu: DeliverSm) -> None:
+    def _begin_in_task(self, pdu: DeliverSm, answer: Answer) -> None:
+        task = asyncio.create_task(self._call_handler(pdu, answer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call_handler(self, pdu: DeliverSm, answer: Answer) -> None:
         try:
             status = await self._on_deliver(pdu)
         except Exception:  # a handler bug must not lose the MO: ask the SMSC to deliver it again
             log.exception("bind %s: deliver_sm handler failed", self.name)
             status = Status.ESME_RX_T_APPN
+        answer(status)
+
+    def _answer(self, link: _Link, pdu: DeliverSm, status: int) -> None:
+        """Send the deliver_sm_resp (written with the rest of this turn's PDUs; the read loop's drain
+        holds further reading while the SMSC does not take our writes)."""
         if status:
             self.counters.deliver_sm_errors += 1
         if link.closed.is_set():
             return  # the SMSC redelivers what was not answered; the journal deduplicates it
         link.write(link.session.respond(pdu, status))
-        with contextlib.suppress(Exception):
-            await link.writer.drain()
 
     # ------------------------------------------------------------------------------------ submit
 
     async def _throttle(self) -> None:
+        if not self._throttle_lock.locked():  # nobody sleeping in the throttle: maybe no wait at all
+            now = self._clock()
+            if self._next_submit_at - now < _THROTTLE_GRANULARITY_S:
+                self._next_submit_at = max(now, self._next_submit_at) + 1.0 / self.config.throughput
+                return
         async with self._throttle_lock:
             now = self._clock()
             wait = self._next_submit_at - now

@@ -18,12 +18,16 @@ Rules stated before the code:
   stored with one ``Intake.accept`` call: one journal write instead of one per MO, and no added wait.
   Each deliver_sm is still answered only once its own MO is stored; if the batch cannot be stored,
   every deliver_sm in it is answered ESME_RX_T_APPN.
+* A single-part MO (nearly all traffic) goes from :meth:`InboundHandler.begin` straight into that batch
+  and is answered from the batch's result, without a task of its own; receipts and parts of long MOs
+  run :meth:`InboundHandler.__call__` in a task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -98,8 +102,9 @@ class _IntakeBatcher:
         self._items: list[tuple[Any, asyncio.Future[Any]]] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def accept(self, mo: Any) -> Any:
-        """The intake result for ``mo`` once its batch is stored (raises what the intake raised)."""
+    def submit(self, mo: Any) -> asyncio.Future[Any]:
+        """A future of the intake result for ``mo``, set once its batch is stored (or the intake's
+        exception)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if not self._items:
@@ -107,7 +112,7 @@ class _IntakeBatcher:
         self._items.append((mo, future))
         if len(self._items) >= self._max:
             self._flush()
-        return await future
+        return future
 
     def _flush(self) -> None:
         items, self._items = self._items, []
@@ -164,6 +169,45 @@ class InboundHandler:
             "receipts": 0,
             "receipts_unknown": 0,
         }
+        self._tasks: set[asyncio.Task[int]] = set()
+
+    def begin(self, pdu: DeliverSm, answer: Callable[[int], None]) -> None:
+        """Handle ``pdu`` and call ``answer`` with the deliver_sm_resp status once it is known (not at
+        all if the handler is closed first: the SMSC then delivers again)."""
+        if not pdu.is_receipt:
+            try:
+                info, payload = mo_part(pdu)
+            except ValueError:
+                info, payload = None, None  # __call__ logs it and stores the message without its UDH
+            if info is None and payload is not None:
+                try:
+                    stored = self._intake.submit(self._incoming(pdu, payload, (), ()))
+                except Exception:
+                    log.exception("%s: could not prepare an MO; asking the SMSC to redeliver", self.origin)
+                    answer(Status.ESME_RX_T_APPN)
+                    return
+                stored.add_done_callback(functools.partial(self._answer_stored, answer))
+                return
+        task = asyncio.create_task(self(pdu))
+        self._tasks.add(task)
+        task.add_done_callback(functools.partial(self._answer_task, answer))
+
+    def _answer_stored(self, answer: Callable[[int], None], stored: asyncio.Future[Any]) -> None:
+        if stored.cancelled():
+            return
+        exc = stored.exception()
+        answer(self._failed(exc) if exc is not None else self._count(stored.result()))
+
+    def _answer_task(self, answer: Callable[[int], None], task: asyncio.Task[int]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # a handler bug must not lose the MO: ask the SMSC to deliver it again
+            log.error("%s: handling a deliver_sm failed", self.origin, exc_info=exc)
+            answer(Status.ESME_RX_T_APPN)
+        else:
+            answer(task.result())
 
     async def __call__(self, pdu: DeliverSm) -> int:
         if pdu.is_receipt:
@@ -222,6 +266,9 @@ class InboundHandler:
             self._expiry.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._expiry
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._intake.close()
 
     # ------------------------------------------------------------------------------------ storing
@@ -273,10 +320,17 @@ class InboundHandler:
         self, pdu: DeliverSm, payload: bytes, *, notes: tuple[str, ...], parts: tuple[int, ...] = ()
     ) -> int:
         try:
-            result = await self._intake.accept(self._incoming(pdu, payload, notes, parts))
+            result = await self._intake.submit(self._incoming(pdu, payload, notes, parts))
         except Exception as exc:
-            log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
-            return Status.ESME_RX_T_APPN
+            return self._failed(exc)
+        return self._count(result)
+
+    def _failed(self, exc: BaseException) -> int:
+        log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
+        return Status.ESME_RX_T_APPN
+
+    def _count(self, result: Any) -> int:
+        """Count a stored MO by what the intake made of it; the status to answer."""
         if getattr(result, "duplicate", False):
             self.counters["mo_duplicates"] += 1
         elif getattr(result, "state", "") == "rejected":

@@ -42,6 +42,8 @@ _OUTCOMES: Final[dict[str, Outcome]] = {
     "UNKNOWN": "failed",
 }
 _FIELD: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|text):", re.IGNORECASE)
+# Matching the lower-cased text case-sensitively finds the same fields about twice as fast.
+_FIELD_LOWER: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|text):")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +63,17 @@ class Receipt:
 
 
 def _fields(text: str) -> dict[str, str]:
+    """Field name (lower case) -> value, the first of each name, values cut at the next field."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character whose lower case is longer: positions would shift
+        spans = [(m.start(), m.end(), m.group(1).lower()) for m in _FIELD.finditer(text)]
+    else:
+        spans = [(m.start(), m.end(), m.group(1)) for m in _FIELD_LOWER.finditer(lowered)]
     found: dict[str, str] = {}
-    matches = list(_FIELD.finditer(text))
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        end = following.start() if following is not None else len(text)
-        found.setdefault(match.group(1).lower(), text[match.end() : end].strip())
+    for index, (_, value_start, name) in enumerate(spans):
+        if name not in found:
+            end = spans[index + 1][0] if index + 1 < len(spans) else len(text)
+            found[name] = text[value_start:end].strip()
     return found
 
 

@@ -248,6 +248,7 @@ class Session:
         self.counters = _Counters()
         self._next_sequence = first_sequence
         self._pending: dict[int, _Pending] = {}
+        self._app_pending = 0  # how many of _pending are application requests (kept, not counted)
         self._last_heard = 0.0
 
     # ------------------------------------------------------------------------------ state and time
@@ -265,7 +266,7 @@ class Session:
     @property
     def in_flight(self) -> int:
         """Application requests waiting for a response (what the window limits)."""
-        return sum(1 for p in self._pending.values() if not isinstance(p.request, _CONTROL))
+        return self._app_pending
 
     @property
     def window_open(self) -> bool:
@@ -321,6 +322,8 @@ class Session:
             self._move(Trigger.SEND_UNBIND)
         pdu = with_sequence(request, self._allocate_sequence())
         self._pending[pdu.sequence] = _Pending(pdu, now + self.response_timeout_s)
+        if not isinstance(pdu, _CONTROL):
+            self._app_pending += 1
         self.counters.sent += 1
         return pdu
 
@@ -349,6 +352,14 @@ class Session:
     def _drain(self) -> list[_Pending]:
         pending = [p for p in self._pending.values() if not isinstance(p.request, _CONTROL)]
         self._pending.clear()
+        self._app_pending = 0
+        return pending
+
+    def _forget(self, sequence: int) -> _Pending | None:
+        """Take the request with ``sequence`` off the outstanding list (None: not outstanding)."""
+        pending = self._pending.pop(sequence, None)
+        if pending is not None and not isinstance(pending.request, _CONTROL):
+            self._app_pending -= 1
         return pending
 
     def _close(self, trigger: Trigger, reason: str) -> list[Event]:
@@ -371,7 +382,7 @@ class Session:
             if isinstance(pending.request, _CONTROL):
                 name = type(pending.request).__name__
                 return events + self._close(Trigger.LINK_DEAD, f"no answer to {name} in time")
-            del self._pending[seq]
+            self._forget(seq)
             self.counters.timeouts += 1
             events.append(ResponseTimedOut(pending.request))
         keepalive_due = self.enquire_link_s > 0 and now - self._last_heard >= self.enquire_link_s
@@ -399,7 +410,7 @@ class Session:
         command_id = error.command_id
         if command_id is not None and command_id & 0x80000000:
             # Never answer a response; a garbled answer to our request counts as that request failing.
-            pending = self._pending.pop(error.sequence, None)
+            pending = self._forget(error.sequence)
             if pending is not None:
                 nack = GenericNack(status=error.status, sequence=error.sequence)
                 return [ResponseReceived(pending.request, nack), Ignored(str(error))]
@@ -411,7 +422,7 @@ class Session:
         return events
 
     def _on_response(self, response: Pdu) -> list[Event]:
-        pending = self._pending.pop(response.sequence, None)
+        pending = self._forget(response.sequence)
         if pending is None:
             return [Ignored(f"response with unknown sequence {response.sequence} (late or unsolicited)")]
         request = pending.request
