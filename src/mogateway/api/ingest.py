@@ -6,6 +6,7 @@ that is a JSON object — even an invalid one — must reach intake so that its 
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from mogateway.service.intake import IncomingMO, IntakeResult
 __all__ = ["incoming_from_json", "router"]
 
 router = APIRouter(tags=["ingest"])
+log = logging.getLogger(__name__)
 
 
 def _text(
@@ -106,6 +108,18 @@ async def _json_body(request: Request) -> Any:
         raise ApiProblem(400, f"body is not valid JSON: {exc}", kind="invalid-json") from None
 
 
+async def _accept(gateway: Any, items: list[IncomingMO]) -> list[IntakeResult]:
+    """Intake, with a storage failure turned into 503: nothing was acknowledged, send it again."""
+    try:
+        results: list[IntakeResult] = await gateway.intake.accept(items)
+    except Exception as exc:
+        log.error("could not store %d pushed MOs: %s: %s", len(items), type(exc).__name__, exc)
+        raise ApiProblem(
+            503, "the journal could not store the MO; nothing was accepted: send it again", kind="unavailable"
+        ) from None
+    return results
+
+
 def _json(data: Any, status: int) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
@@ -118,7 +132,7 @@ async def inbound(request: Request) -> Response:
     if isinstance(item, tuple):
         field, reason = item
         raise ApiProblem(422, f"{field}: {reason}", kind="invalid-field", field=field, reason=reason)
-    (result,) = await gateway.intake.accept([item])
+    (result,) = await _accept(gateway, [item])
     if result.rejected:
         return problem(
             422,
@@ -147,7 +161,7 @@ async def inbound_batch(request: Request) -> Response:
         raise ApiProblem(413, f"at most {limit} items per batch", kind="too-large")
     parsed = [incoming_from_json(obj) for obj in data]
     items = [p for p in parsed if not isinstance(p, tuple)]
-    accepted = iter(await gateway.intake.accept(items))
+    accepted = iter(await _accept(gateway, items))
     results: list[dict[str, Any]] = []
     counts = {"accepted": 0, "rejected": 0, "duplicates": 0}
     for entry in parsed:

@@ -78,6 +78,7 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: asyncio.Task[None] | None = None
         self._user_agent_version = __version__
+        self._stopping = False
         # prometheus children by label, looked up once (labels() costs more than inc()).
         self._per_client: dict[str, tuple[Any, Any]] = {}
         self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
@@ -96,11 +97,21 @@ class Dispatcher:
     def start(self) -> None:
         self._runner = asyncio.create_task(self._pull_forever(), name="dispatcher")
 
-    async def stop(self) -> None:
-        tasks = list(self._tasks)
+    async def stop(self, drain_s: float = 5.0) -> None:
+        """Stop taking work; let callbacks in flight finish for up to ``drain_s``, then cancel them.
+
+        Whatever is cancelled or was still waiting stays unfinished in the journal and is dispatched
+        again at the next start (or by another node), so stopping never loses an MO.
+        """
+        self._stopping = True
         if self._runner is not None:
             self._runner.cancel()
-            tasks.append(self._runner)
+            await asyncio.gather(self._runner, return_exceptions=True)
+        for lane in self._lanes.values():
+            lane.items.clear()
+        if self._tasks and drain_s > 0:
+            await asyncio.wait(list(self._tasks), timeout=drain_s)
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -146,7 +157,7 @@ class Dispatcher:
 
     async def _serve_lane(self, lane: _Lane) -> None:
         try:
-            while lane.items:
+            while lane.items and not self._stopping:
                 delivery = lane.items.popleft()
                 client = self._registry.get(lane.client_id)
                 if client is None:  # removed while its MOs waited: route them again
