@@ -51,6 +51,9 @@ def add(
         None, "--max-concurrency", help="Callbacks in flight at most."
     ),
     tsunix_unit: str = typer.Option("ms", "--tsunix-unit", help="ms (default) or s."),
+    unescape_newlines: bool = typer.Option(
+        True, "--unescape-newlines/--keep-backslash-n", help=r"Turn \n in answers into line breaks."
+    ),
     url: str = URL_OPTION,
     token: str | None = TOKEN_OPTION,
     as_json: bool = JSON_OPTION,
@@ -63,6 +66,7 @@ def add(
         "keywords": keyword,
         "timeout_s": timeout,
         "tsunix_unit": tsunix_unit,
+        "unescape_newlines": unescape_newlines,
     }
     if max_concurrency is not None:
         body["max_concurrency"] = max_concurrency
