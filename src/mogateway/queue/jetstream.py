@@ -157,16 +157,23 @@ class JetStreamQueue:
         # Validated here, not in __init__, so that a bad setting is reported like any start-up failure.
         self.settings = s = parse_settings(self._raw_settings)
         try:
-            self.nc = await nats.connect(
-                self.url,
-                name=self._name,
-                connect_timeout=s.connect_timeout_s,
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=1,
-                error_cb=_log_error,
+            # Reconnect forever once connected, but give up at start: nats-py would otherwise keep
+            # trying an unreachable first server and the gateway would hang instead of saying why.
+            self.nc = await asyncio.wait_for(
+                nats.connect(
+                    # A NATS cluster is named as a comma-separated list of its servers' URLs.
+                    servers=[u.strip() for u in self.url.split(",") if u.strip()],
+                    name=self._name,
+                    connect_timeout=s.connect_timeout_s,
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=1,
+                    error_cb=_log_error,
+                ),
+                timeout=s.connect_timeout_s * 2,
             )
         except (OSError, TimeoutError, nats.errors.Error) as exc:
-            raise RuntimeError(f"cannot connect to NATS at {self.url}: {exc or type(exc).__name__}") from None
+            why = str(exc) or "no answer in time"
+            raise RuntimeError(f"cannot connect to NATS at {self.url}: {why}") from None
         self.js = self.nc.jetstream(timeout=10)
         try:
             await self._ensure_stream()
