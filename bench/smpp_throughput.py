@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -214,6 +215,7 @@ async def run_mogateway(
     if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
         env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
     gateway = start(_gateway_command(gw_port, args.profile), env, workdir / f"mogateway-{run}.log")
+    pid = gateway.pid
     try:
         await asyncio.to_thread(wait_port, gw_port, 30)
         async with (
@@ -233,25 +235,30 @@ async def run_mogateway(
                 raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
         await smsc.wait_bound(30)
         await asyncio.sleep(0.5)
-        pid = gateway.pid
         if args.profile:  # py-spy's child is the gateway
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
             pid = int(children[0]) if children else pid
         pids = {"gateway": pid, "app": app.pid}
         return await measure("mogateway", smsc, args.count, args.window, pids)
     finally:
-        await _stop_gateway(gateway, bool(args.profile))
+        await _stop_gateway(gateway, pid)
         await smsc.stop()
 
 
-async def _stop_gateway(gateway: subprocess.Popen[bytes], profiled: bool) -> None:
-    if profiled and gateway.poll() is None:  # py-spy writes its file on SIGINT
+async def _stop_gateway(gateway: subprocess.Popen[bytes], pid: int) -> None:
+    """Stop the gateway; when profiled, py-spy first (SIGINT: it writes its file), then the gateway
+    itself by its pid should py-spy have left it running."""
+    if pid != gateway.pid and gateway.poll() is None:
         gateway.send_signal(signal.SIGINT)
         try:
             await asyncio.to_thread(gateway.wait, 60)
         except subprocess.TimeoutExpired:
             pass
     await asyncio.to_thread(stop, gateway)
+    if pid != gateway.pid:
+        with contextlib.suppress(OSError):  # gone already (and the pid not reused by something else)
+            if b"mogateway" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGTERM)
 
 
 async def run_kannel(
