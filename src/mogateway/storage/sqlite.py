@@ -317,6 +317,7 @@ class SqliteJournal:
         self._readers_lock = threading.Lock()
         self._stores = _Coalescer(self._store_batch)
         self._applies = _Coalescer(self._apply_batch)
+        self._deliveries = _Coalescer(self._delivery_batch)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -499,35 +500,45 @@ class SqliteJournal:
         return applied
 
     async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
+        (message_id,) = await self._coalesced(self._deliveries, [(ref, status, detail)])
+        return message_id  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _delivery_batch(conn: sqlite3.Connection, receipts: list[tuple[str, str, str]]) -> list[str | None]:
+        """Receipts of many reply parts at once: find their messages, add the events, move the states.
+
+        An undelivered part makes the reply undelivered; a later "delivered" for another part must not
+        hide it.
+        """
         now = time.time()
-        delivered = status == "delivered"
-
-        def job(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT message_id FROM reply_refs WHERE ref=?", (ref,)).fetchone()
-            if row is None:
-                return None
-            message_id: str = row[0]
-            data = orjson.dumps({"ref": ref, "status": status, "detail": detail}).decode()
-            conn.execute(
-                "INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)",
-                (message_id, now, EventKind.DELIVERY.value, data),
+        owners: dict[str, str] = {}
+        for chunk in _chunks(list(dict.fromkeys(ref for ref, _, _ in receipts))):
+            marks = ",".join("?" * len(chunk))
+            owners.update(
+                conn.execute(f"SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})", chunk)
             )
-            # An undelivered part makes the reply undelivered; a later "delivered" for another part
-            # must not hide it.
-            if delivered:
-                conn.execute(
-                    "UPDATE messages SET state='delivered', updated_at=? WHERE id=? AND state='replied'",
-                    (now, message_id),
-                )
-            else:
-                conn.execute(
-                    "UPDATE messages SET state='undelivered', updated_at=? WHERE id=? "
-                    "AND state IN ('replied', 'delivered')",
-                    (now, message_id),
-                )
-            return message_id
-
-        return await self._write(job)
+        events: list[tuple[str, float, str, str]] = []
+        delivered: list[tuple[float, str]] = []
+        undelivered: list[tuple[float, str]] = []
+        found: list[str | None] = []
+        for ref, status, detail in receipts:
+            message_id = owners.get(ref)
+            found.append(message_id)
+            if message_id is None:
+                continue
+            data = orjson.dumps({"ref": ref, "status": status, "detail": detail}).decode()
+            events.append((message_id, now, EventKind.DELIVERY.value, data))
+            (delivered if status == "delivered" else undelivered).append((now, message_id))
+        conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
+        conn.executemany(
+            "UPDATE messages SET state='delivered', updated_at=? WHERE id=? AND state='replied'", delivered
+        )
+        conn.executemany(
+            "UPDATE messages SET state='undelivered', updated_at=? "
+            "WHERE id=? AND state IN ('replied', 'delivered')",
+            undelivered,
+        )
+        return found
 
     async def get(self, message_id: str) -> MessageRecord | None:
         def q(conn: sqlite3.Connection) -> MessageRecord | None:
