@@ -50,6 +50,8 @@ log = logging.getLogger("mogateway.smpp")
 
 #: Longest a part of a long MO waits for its answer before it is acknowledged from memory.
 PART_ACK_HOLD_S: Final = 3.0
+#: How long to look again for the reply a receipt names before counting the receipt as unknown.
+RECEIPT_RETRY_DELAYS_S: Final = (0.2, 1.0, 5.0)
 #: Most MOs stored by one ``Intake.accept`` call.
 MAX_INTAKE_BATCH: Final = 500
 
@@ -170,6 +172,7 @@ class InboundHandler:
             "receipts_unknown": 0,
         }
         self._tasks: set[asyncio.Task[int]] = set()
+        self._late_receipts: set[asyncio.Task[None]] = set()
 
     def begin(self, pdu: DeliverSm, answer: Callable[[int], None]) -> None:
         """Handle ``pdu`` and call ``answer`` with the deliver_sm_resp status once it is known (not at
@@ -266,9 +269,9 @@ class InboundHandler:
             self._expiry.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._expiry
-        for task in list(self._tasks):
+        for task in [*self._tasks, *self._late_receipts]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._late_receipts, return_exceptions=True)
         await self._intake.close()
 
     # ------------------------------------------------------------------------------------ storing
@@ -354,5 +357,23 @@ class InboundHandler:
             return Status.ESME_RX_T_APPN
         self.counters["receipts"] += 1
         if found is None:
-            self.counters["receipts_unknown"] += 1
+            # An SMSC may send the receipt right after the submit_sm_resp, before the dispatcher has
+            # recorded that message id: look again a little later before calling it unknown.
+            task = asyncio.create_task(
+                self._receipt_later(receipt.message_id, receipt.outcome, receipt.detail)
+            )
+            self._late_receipts.add(task)
+            task.add_done_callback(self._late_receipts.discard)
         return Status.ESME_ROK
+
+    async def _receipt_later(self, ref: str, outcome: str, detail: str) -> None:
+        for delay in RECEIPT_RETRY_DELAYS_S:
+            await asyncio.sleep(delay)
+            try:
+                if await self._journal.record_delivery(ref, outcome, detail) is not None:
+                    return
+            except Exception as exc:
+                log.error("%s: recording a receipt failed (%s)", self.origin, exc)
+                return
+        self.counters["receipts_unknown"] += 1
+        log.info("%s: receipt for unknown message id %s (%s)", self.origin, ref, outcome)
