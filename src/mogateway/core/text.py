@@ -60,6 +60,8 @@ GSM7_EXTENSION: Final = {
     "€": 0x65,
 }
 _BASIC_SET: Final = frozenset(GSM7_BASIC) - {"\x1b"}
+_EXTENSION_SET: Final = frozenset(GSM7_EXTENSION)
+_GSM7_SET: Final = _BASIC_SET | _EXTENSION_SET
 
 Encoding = Literal["gsm7", "ucs2"]
 
@@ -76,13 +78,12 @@ def _septets_of(ch: str) -> int:
 
 def gsm7_septets(text: str) -> int | None:
     """Septets ``text`` needs in GSM-7, or None when a character is not in the alphabet."""
-    total = 0
-    for ch in text:
-        n = _septets_of(ch)
-        if n == 0:
-            return None
-        total += n
-    return total
+    chars = set(text)
+    if chars <= _BASIC_SET:
+        return len(text)
+    if chars <= _GSM7_SET:
+        return len(text) + sum(text.count(ch) for ch in chars & _EXTENSION_SET)
+    return None
 
 
 def _ucs2_units(ch: str) -> int:

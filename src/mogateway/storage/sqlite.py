@@ -297,6 +297,40 @@ def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
         yield values[start : start + size]
 
 
+# Multi-row statements: one sqlite3 step per chunk instead of one per row. Each step releases and
+# re-takes the GIL; per row, under load, that handoff costs the event loop more than the SQL itself.
+_MAX_VARIABLES = 32_000
+_EVENTS_INSERT = "INSERT INTO events (message_id, at, kind, data) VALUES"
+
+
+def _insert_rows(conn: sqlite3.Connection, head: str, width: int, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``head`` is "INSERT ... (cols) VALUES"; rows go in as few statements as the variable limit allows."""
+    if not rows:
+        return
+    per = max(1, min(1000, _MAX_VARIABLES // width))
+    group = "(" + ",".join("?" * width) + ")"
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        conn.execute(f"{head} {','.join([group] * len(chunk))}", [v for row in chunk for v in row])
+
+
+def _update_messages(conn: sqlite3.Connection, updates: dict[str, tuple[Any, ...]]) -> None:
+    """Set updated_at, and state/client_id/reply_text where given, for many messages in one statement."""
+    if not updates:
+        return
+    rows = [(*values, message_id) for message_id, values in updates.items()]
+    per = _MAX_VARIABLES // 5
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        conn.execute(
+            "UPDATE messages SET updated_at=v.column1, state=coalesce(v.column2, messages.state), "
+            "client_id=coalesce(v.column3, messages.client_id), "
+            "reply_text=coalesce(v.column4, messages.reply_text) "
+            f"FROM (VALUES {','.join(['(?,?,?,?,?)'] * len(chunk))}) AS v WHERE messages.id=v.column5",
+            [v for row in chunk for v in row],
+        )
+
+
 def _states_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for chunk in _chunks(list(dict.fromkeys(ids))):
@@ -446,13 +480,14 @@ class SqliteJournal:
             kind = EventKind.REJECTED if rejected else EventKind.RECEIVED
             events.append((m.id, m.received_at, kind.value, orjson.dumps(data).decode()))
             results.append(StoreResult(m.id, m.state, False, m.reason, m.reason_field))
-        conn.executemany(
+        _insert_rows(
+            conn,
             "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, "
-            "stored_at, "
-            "updated_at, state, cc, ndc, sn, operator, circle) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "stored_at, updated_at, state, cc, ndc, sn, operator, circle) VALUES",
+            15,
             rows,
         )
-        conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
+        _insert_rows(conn, _EVENTS_INSERT, 4, events)
         for index in rejected_dupes:  # rare: a source sending a refused MO again gets the same reason
             dup = results[index]
             row = conn.execute(
@@ -466,11 +501,12 @@ class SqliteJournal:
 
     @staticmethod
     def _apply_batch(conn: sqlite3.Connection, changes: list[Change]) -> list[bool]:
-        """Apply changes in order: compare-and-set against the states read once, then one executemany."""
+        """Apply changes in order: compare-and-set against the states read once, then one UPDATE."""
         now = time.time()
         states = _states_of(conn, [ch.message_id for ch in changes if ch.expect is not None])
         applied: list[bool] = []
-        updates: list[tuple[Any, ...]] = []
+        # Several changes to one message in a batch fold into one row: the last given value wins.
+        updates: dict[str, tuple[Any, ...]] = {}
         events: list[tuple[str, float, str, str]] = []
         refs: list[tuple[str, str]] = []
         for ch in changes:
@@ -482,21 +518,23 @@ class SqliteJournal:
             if ch.state is not None:
                 states[ch.message_id] = ch.state.value
             applied.append(True)
-            updates.append(
-                (now, ch.state.value if ch.state else None, ch.client_id, ch.reply_text, ch.message_id)
-            )
+            earlier = updates.get(ch.message_id)
+            state = ch.state.value if ch.state else None
+            if earlier is None:
+                updates[ch.message_id] = (now, state, ch.client_id, ch.reply_text)
+            else:
+                updates[ch.message_id] = (
+                    now,
+                    state or earlier[1],
+                    ch.client_id or earlier[2],
+                    ch.reply_text if ch.reply_text is not None else earlier[3],
+                )
             for ev in ch.events:
                 events.append((ch.message_id, ev.at, ev.kind.value, orjson.dumps(ev.data).decode()))
             refs.extend((ref, ch.message_id) for ref in ch.reply_refs)
-        conn.executemany(
-            "UPDATE messages SET updated_at=?, state=coalesce(?, state), client_id=coalesce(?, client_id), "
-            "reply_text=coalesce(?, reply_text) WHERE id=?",
-            updates,
-        )
-        if events:
-            conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
-        if refs:
-            conn.executemany("INSERT OR REPLACE INTO reply_refs VALUES (?,?)", refs)
+        _update_messages(conn, updates)
+        _insert_rows(conn, _EVENTS_INSERT, 4, events)
+        _insert_rows(conn, "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES", 2, refs)
         return applied
 
     async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
@@ -529,7 +567,7 @@ class SqliteJournal:
             data = orjson.dumps({"ref": ref, "status": status, "detail": detail}).decode()
             events.append((message_id, now, EventKind.DELIVERY.value, data))
             (delivered if status == "delivered" else undelivered).append((now, message_id))
-        conn.executemany("INSERT INTO events (message_id, at, kind, data) VALUES (?,?,?,?)", events)
+        _insert_rows(conn, _EVENTS_INSERT, 4, events)
         conn.executemany(
             "UPDATE messages SET state='delivered', updated_at=? WHERE id=? AND state='replied'", delivered
         )
