@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,7 +64,8 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_received ON messages (received_at);
 CREATE INDEX IF NOT EXISTS messages_msisdn ON messages (msisdn, received_at);
 CREATE INDEX IF NOT EXISTS messages_shortcode ON messages (shortcode, received_at);
-CREATE INDEX IF NOT EXISTS messages_unfinished ON messages (state, updated_at)
+DROP INDEX IF EXISTS messages_unfinished;
+CREATE INDEX IF NOT EXISTS messages_pending ON messages (state)
     WHERE state IN ('queued', 'dispatching', 'answered');
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
@@ -292,51 +294,77 @@ class _CoalescedJob:
         return out
 
 
-def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
+# Batches go in as multi-row statements: one sqlite3 step (so one GIL handoff, where executemany
+# releases and re-takes the GIL at every row) for many rows, measured at less than half the CPU of
+# executemany per row. Chunks have fixed sizes so that each statement is prepared once and then comes
+# from the connection's statement cache.
+_CHUNK_SIZES = (256, 64, 16, 4, 1)
+_INSERT_MESSAGES = (
+    "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, stored_at, "
+    "updated_at, state, cc, ndc, sn, operator, circle) VALUES "
+)
+_INSERT_EVENTS = "INSERT INTO events (message_id, at, kind, data) VALUES "
+_INSERT_REFS = "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES "
+_UPDATE_MESSAGES = (
+    "UPDATE messages SET updated_at=v.column1, state=coalesce(v.column2, messages.state), "
+    "client_id=coalesce(v.column3, messages.client_id), "
+    "reply_text=coalesce(v.column4, messages.reply_text) "
+    "FROM (VALUES {rows}) AS v WHERE messages.id=v.column5"
+)
+_STATES_OF = "SELECT id, state FROM messages WHERE id IN ({marks})"
+_OWNERS_OF = "SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})"
+_MARK_DELIVERED = (
+    "UPDATE messages SET state='delivered', updated_at=? WHERE state='replied' AND id IN ({marks})"
+)
+_MARK_UNDELIVERED = (
+    "UPDATE messages SET state='undelivered', updated_at=? "
+    "WHERE state IN ('replied', 'delivered') AND id IN ({marks})"
+)
 
 
-# Multi-row statements: one sqlite3 step per chunk instead of one per row. Each step releases and
-# re-takes the GIL; per row, under load, that handoff costs the event loop more than the SQL itself.
-_MAX_VARIABLES = 32_000
-_EVENTS_INSERT = "INSERT INTO events (message_id, at, kind, data) VALUES"
+def _sized_chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """``items`` cut greedily into chunks whose sizes are all in _CHUNK_SIZES."""
+    start = 0
+    while start < len(items):
+        left = len(items) - start
+        size = next(n for n in _CHUNK_SIZES if n <= left)
+        yield items[start : start + size]
+        start += size
 
 
-def _insert_rows(conn: sqlite3.Connection, head: str, width: int, rows: Sequence[tuple[Any, ...]]) -> None:
-    """``head`` is "INSERT ... (cols) VALUES"; rows go in as few statements as the variable limit allows."""
+@lru_cache(maxsize=64)
+def _values_list(width: int, count: int) -> str:
+    return ",".join(["(" + ",".join("?" * width) + ")"] * count)
+
+
+def _insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``head`` is "INSERT ... (columns) VALUES "."""
     if not rows:
         return
-    per = max(1, min(1000, _MAX_VARIABLES // width))
-    group = "(" + ",".join("?" * width) + ")"
-    for start in range(0, len(rows), per):
-        chunk = rows[start : start + per]
-        conn.execute(f"{head} {','.join([group] * len(chunk))}", [v for row in chunk for v in row])
+    width = len(rows[0])
+    for chunk in _sized_chunks(rows):
+        conn.execute(head + _values_list(width, len(chunk)), [v for row in chunk for v in row])
 
 
 def _update_messages(conn: sqlite3.Connection, updates: dict[str, tuple[Any, ...]]) -> None:
-    """Set updated_at, and state/client_id/reply_text where given, for many messages in one statement."""
-    if not updates:
-        return
+    """Set updated_at, and state/client_id/reply_text where given, for many messages at once."""
     rows = [(*values, message_id) for message_id, values in updates.items()]
-    per = _MAX_VARIABLES // 5
-    for start in range(0, len(rows), per):
-        chunk = rows[start : start + per]
-        conn.execute(
-            "UPDATE messages SET updated_at=v.column1, state=coalesce(v.column2, messages.state), "
-            "client_id=coalesce(v.column3, messages.client_id), "
-            "reply_text=coalesce(v.column4, messages.reply_text) "
-            f"FROM (VALUES {','.join(['(?,?,?,?,?)'] * len(chunk))}) AS v WHERE messages.id=v.column5",
-            [v for row in chunk for v in row],
-        )
+    for chunk in _sized_chunks(rows):
+        sql = _UPDATE_MESSAGES.format(rows=_values_list(5, len(chunk)))
+        conn.execute(sql, [v for row in chunk for v in row])
+
+
+def _where_in(conn: sqlite3.Connection, template: str, keys: Sequence[str], *first: Any) -> list[Any]:
+    """Run ``template`` (with ``{marks}``) over ``keys`` in fixed-size chunks; ``first`` precedes them."""
+    found: list[Any] = []
+    for chunk in _sized_chunks(list(dict.fromkeys(keys))):
+        sql = template.format(marks=",".join("?" * len(chunk)))
+        found.extend(conn.execute(sql, [*first, *chunk]).fetchall())
+    return found
 
 
 def _states_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for chunk in _chunks(list(dict.fromkeys(ids))):
-        marks = ",".join("?" * len(chunk))
-        found.update(conn.execute(f"SELECT id, state FROM messages WHERE id IN ({marks})", chunk).fetchall())
-    return found
+    return dict(_where_in(conn, _STATES_OF, ids))
 
 
 class SqliteJournal:
@@ -480,14 +508,8 @@ class SqliteJournal:
             kind = EventKind.REJECTED if rejected else EventKind.RECEIVED
             events.append((m.id, m.received_at, kind.value, orjson.dumps(data).decode()))
             results.append(StoreResult(m.id, m.state, False, m.reason, m.reason_field))
-        _insert_rows(
-            conn,
-            "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, "
-            "stored_at, updated_at, state, cc, ndc, sn, operator, circle) VALUES",
-            15,
-            rows,
-        )
-        _insert_rows(conn, _EVENTS_INSERT, 4, events)
+        _insert_rows(conn, _INSERT_MESSAGES, rows)
+        _insert_rows(conn, _INSERT_EVENTS, events)
         for index in rejected_dupes:  # rare: a source sending a refused MO again gets the same reason
             dup = results[index]
             row = conn.execute(
@@ -533,8 +555,8 @@ class SqliteJournal:
                 events.append((ch.message_id, ev.at, ev.kind.value, orjson.dumps(ev.data).decode()))
             refs.extend((ref, ch.message_id) for ref in ch.reply_refs)
         _update_messages(conn, updates)
-        _insert_rows(conn, _EVENTS_INSERT, 4, events)
-        _insert_rows(conn, "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES", 2, refs)
+        _insert_rows(conn, _INSERT_EVENTS, events)
+        _insert_rows(conn, _INSERT_REFS, refs)
         return applied
 
     async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
@@ -549,15 +571,10 @@ class SqliteJournal:
         hide it.
         """
         now = time.time()
-        owners: dict[str, str] = {}
-        for chunk in _chunks(list(dict.fromkeys(ref for ref, _, _ in receipts))):
-            marks = ",".join("?" * len(chunk))
-            owners.update(
-                conn.execute(f"SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})", chunk)
-            )
+        owners = dict(_where_in(conn, _OWNERS_OF, [ref for ref, _, _ in receipts]))
         events: list[tuple[str, float, str, str]] = []
-        delivered: list[tuple[float, str]] = []
-        undelivered: list[tuple[float, str]] = []
+        delivered: list[str] = []
+        undelivered: list[str] = []
         found: list[str | None] = []
         for ref, status, detail in receipts:
             message_id = owners.get(ref)
@@ -566,16 +583,10 @@ class SqliteJournal:
                 continue
             data = orjson.dumps({"ref": ref, "status": status, "detail": detail}).decode()
             events.append((message_id, now, EventKind.DELIVERY.value, data))
-            (delivered if status == "delivered" else undelivered).append((now, message_id))
-        _insert_rows(conn, _EVENTS_INSERT, 4, events)
-        conn.executemany(
-            "UPDATE messages SET state='delivered', updated_at=? WHERE id=? AND state='replied'", delivered
-        )
-        conn.executemany(
-            "UPDATE messages SET state='undelivered', updated_at=? "
-            "WHERE id=? AND state IN ('replied', 'delivered')",
-            undelivered,
-        )
+            (delivered if status == "delivered" else undelivered).append(message_id)
+        _insert_rows(conn, _INSERT_EVENTS, events)
+        _where_in(conn, _MARK_DELIVERED, delivered, now)
+        _where_in(conn, _MARK_UNDELIVERED, undelivered, now)
         return found
 
     async def get(self, message_id: str) -> MessageRecord | None:
