@@ -82,6 +82,13 @@ class Dispatcher:
         # prometheus children by label, looked up once (labels() costs more than inc()).
         self._per_client: dict[str, tuple[Any, Any]] = {}
         self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
+        self._reply_counters: dict[tuple[str, str], Any] = {}
+
+    def _reply_counter(self, channel: str, result: str) -> Any:
+        found = self._reply_counters.get((channel, result))
+        if found is None:
+            found = self._reply_counters[(channel, result)] = self._metrics.replies.labels(channel, result)
+        return found
 
     def _client_metrics(self, client_id: str) -> tuple[Any, Any]:
         found = self._per_client.get(client_id)
@@ -344,13 +351,13 @@ class Dispatcher:
             await self._journal.apply(
                 [Change(item.id, [event], State.REPLIED, expect=_ANSWERED, reply_refs=submitted.refs)]
             )
-            self._metrics.replies.labels(channel.name, "submitted").inc()
+            self._reply_counter(channel.name, "submitted").inc()
             self._metrics.end_to_end.observe(max(0.0, time.time() - item.received_at))
             return
         assert error is not None
         event = Event(EventKind.REPLY_FAILED, time.time(), {"channel": channel.name, "detail": error.detail})
         await self._journal.apply([Change(item.id, [event], State.REPLY_FAILED, expect=_ANSWERED)])
-        self._metrics.replies.labels(channel.name, "failed").inc()
+        self._reply_counter(channel.name, "failed").inc()
 
 
 class _Fresh:

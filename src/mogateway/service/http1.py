@@ -137,6 +137,9 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport; they have the same methods.
         self.transport = cast(asyncio.Transport, transport)
+        # One parser for the connection's life: llhttp starts on the next answer by itself after a
+        # complete one (keep-alive); a connection whose answer was not complete is never reused.
+        self._parser = httptools.HttpResponseParser(self)
 
     def data_received(self, data: bytes) -> None:
         waiter = self._waiter
@@ -227,7 +230,6 @@ class _Connection(asyncio.Protocol):
     def send(self, request: bytes, loop: asyncio.AbstractEventLoop) -> asyncio.Future[RawAnswer]:
         assert self.transport is not None
         self._reset()
-        self._parser = httptools.HttpResponseParser(self)
         self._waiter = loop.create_future()
         self.transport.write(request)
         return self._waiter
