@@ -30,11 +30,13 @@ __all__ = [
     "ClientRecord",
     "Event",
     "Journal",
+    "MESSAGE_COLUMNS",
     "MessageFilter",
     "MessageRecord",
     "NewMessage",
     "StoreResult",
     "iso",
+    "message_from_row",
     "id_for_source",
     "new_message_id",
 ]
@@ -128,6 +130,36 @@ class MessageRecord:
     circle: str
     client_id: str | None
     reply_text: str | None
+
+
+#: The columns of a message row, in the order :func:`message_from_row` reads them (both journals).
+MESSAGE_COLUMNS = (
+    "id, origin, source_id, shortcode, msisdn, message, received_at, stored_at, updated_at, state, "
+    "cc, ndc, sn, operator, circle, client_id, reply_text"
+)
+
+
+def message_from_row(row: Sequence[Any]) -> MessageRecord:
+    """A MessageRecord from a row selected with :data:`MESSAGE_COLUMNS`."""
+    return MessageRecord(
+        id=row[0],
+        origin=row[1],
+        source_id=row[2],
+        shortcode=row[3],
+        msisdn=row[4],
+        message=row[5],
+        received_at=row[6],
+        stored_at=row[7],
+        updated_at=row[8],
+        state=State(row[9]),
+        cc=row[10],
+        ndc=row[11],
+        sn=row[12],
+        operator=row[13],
+        circle=row[14],
+        client_id=row[15],
+        reply_text=row[16],
+    )
 
 
 @dataclass(slots=True)

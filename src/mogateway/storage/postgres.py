@@ -28,6 +28,7 @@ import orjson
 from mogateway.core.timeline import EventKind, State
 from mogateway.storage import migrations
 from mogateway.storage.journal import (
+    MESSAGE_COLUMNS,
     Change,
     ClientRecord,
     Event,
@@ -35,16 +36,13 @@ from mogateway.storage.journal import (
     MessageRecord,
     NewMessage,
     StoreResult,
+    message_from_row,
 )
 
 __all__ = ["PostgresJournal", "redact_url"]
 
 log = logging.getLogger(__name__)
 
-_MSG_COLUMNS = (
-    "id, origin, source_id, shortcode, msisdn, message, received_at, stored_at, updated_at, state, "
-    "cc, ndc, sn, operator, circle, client_id, reply_text"
-)
 _MAX_GROUP = 5000  # messages or changes merged into one transaction
 _RETRIES = 3
 
@@ -93,28 +91,6 @@ def redact_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _row_to_message(row: Sequence[Any]) -> MessageRecord:
-    return MessageRecord(
-        id=row[0],
-        origin=row[1],
-        source_id=row[2],
-        shortcode=row[3],
-        msisdn=row[4],
-        message=row[5],
-        received_at=row[6],
-        stored_at=row[7],
-        updated_at=row[8],
-        state=State(row[9]),
-        cc=row[10],
-        ndc=row[11],
-        sn=row[12],
-        operator=row[13],
-        circle=row[14],
-        client_id=row[15],
-        reply_text=row[16],
-    )
 
 
 def _event_data(m: NewMessage, stored_at: float) -> dict[str, Any]:
@@ -433,9 +409,9 @@ class PostgresJournal:
 
     async def get(self, message_id: str) -> MessageRecord | None:
         row = await self._require_pool().fetchrow(
-            f"SELECT {_MSG_COLUMNS} FROM messages WHERE id=$1", message_id
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id=$1", message_id
         )
-        return None if row is None else _row_to_message(row)
+        return None if row is None else message_from_row(row)
 
     async def timeline(self, message_id: str) -> list[Event]:
         rows = await self._require_pool().fetch(
@@ -461,21 +437,21 @@ class PostgresJournal:
             clauses.append(f"received_at>={param(where.since)}")
         if where.until is not None:
             clauses.append(f"received_at<{param(where.until)}")
-        sql = f"SELECT {_MSG_COLUMNS} FROM messages"
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         sql += f" ORDER BY received_at DESC, id DESC LIMIT {param(where.limit)}"
-        return [_row_to_message(r) for r in await self._require_pool().fetch(sql, *params)]
+        return [message_from_row(r) for r in await self._require_pool().fetch(sql, *params)]
 
     async def unfinished(self, limit: int, older_than: float | None = None) -> list[MessageRecord]:
-        sql = f"SELECT {_MSG_COLUMNS} FROM messages WHERE state IN ('queued','dispatching','answered')"
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE state IN ('queued','dispatching','answered')"
         params: list[Any] = []
         if older_than is not None:
             params.append(older_than)
             sql += " AND updated_at<$1"
         params.append(limit)
         sql += f" ORDER BY updated_at LIMIT ${len(params)}"
-        return [_row_to_message(r) for r in await self._require_pool().fetch(sql, *params)]
+        return [message_from_row(r) for r in await self._require_pool().fetch(sql, *params)]
 
     async def counts_by_state(self) -> dict[str, int]:
         rows = await self._require_pool().fetch("SELECT state, count(*) FROM messages GROUP BY state")

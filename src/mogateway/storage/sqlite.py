@@ -25,6 +25,7 @@ import orjson
 
 from mogateway.core.timeline import EventKind, State
 from mogateway.storage.journal import (
+    MESSAGE_COLUMNS,
     Change,
     ClientRecord,
     Event,
@@ -32,6 +33,7 @@ from mogateway.storage.journal import (
     MessageRecord,
     NewMessage,
     StoreResult,
+    message_from_row,
 )
 
 __all__ = ["SqliteJournal"]
@@ -84,10 +86,6 @@ CREATE TABLE IF NOT EXISTS clients (
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
 
-_MSG_COLUMNS = (
-    "id, origin, source_id, shortcode, msisdn, message, received_at, stored_at, updated_at, state, "
-    "cc, ndc, sn, operator, circle, client_id, reply_text"
-)
 _UNFINISHED = ("queued", "dispatching", "answered")
 _SYNC_MODES = {"full": "FULL", "normal": "NORMAL"}
 _MAX_GROUP = 2000
@@ -98,28 +96,6 @@ def _connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=30000")
     return conn
-
-
-def _row_to_message(row: Sequence[Any]) -> MessageRecord:
-    return MessageRecord(
-        id=row[0],
-        origin=row[1],
-        source_id=row[2],
-        shortcode=row[3],
-        msisdn=row[4],
-        message=row[5],
-        received_at=row[6],
-        stored_at=row[7],
-        updated_at=row[8],
-        state=State(row[9]),
-        cc=row[10],
-        ndc=row[11],
-        sn=row[12],
-        operator=row[13],
-        circle=row[14],
-        client_id=row[15],
-        reply_text=row[16],
-    )
 
 
 def _client_doc(client: ClientRecord) -> str:
@@ -591,8 +567,8 @@ class SqliteJournal:
 
     async def get(self, message_id: str) -> MessageRecord | None:
         def q(conn: sqlite3.Connection) -> MessageRecord | None:
-            row = conn.execute(f"SELECT {_MSG_COLUMNS} FROM messages WHERE id=?", (message_id,)).fetchone()
-            return None if row is None else _row_to_message(row)
+            row = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id=?", (message_id,)).fetchone()
+            return None if row is None else message_from_row(row)
 
         return await self._read(q)
 
@@ -622,19 +598,19 @@ class SqliteJournal:
         if where.until is not None:
             clauses.append("received_at<?")
             params.append(where.until)
-        sql = f"SELECT {_MSG_COLUMNS} FROM messages"
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         sql += " ORDER BY received_at DESC, id DESC LIMIT ?"
         params.append(where.limit)
 
         def q(conn: sqlite3.Connection) -> list[MessageRecord]:
-            return [_row_to_message(r) for r in conn.execute(sql, params).fetchall()]
+            return [message_from_row(r) for r in conn.execute(sql, params).fetchall()]
 
         return await self._read(q)
 
     async def unfinished(self, limit: int, older_than: float | None = None) -> list[MessageRecord]:
-        sql = f"SELECT {_MSG_COLUMNS} FROM messages WHERE state IN ('queued','dispatching','answered')"
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE state IN ('queued','dispatching','answered')"
         params: list[Any] = []
         if older_than is not None:
             sql += " AND updated_at<?"
@@ -643,7 +619,7 @@ class SqliteJournal:
         params.append(limit)
 
         def q(conn: sqlite3.Connection) -> list[MessageRecord]:
-            return [_row_to_message(r) for r in conn.execute(sql, params).fetchall()]
+            return [message_from_row(r) for r in conn.execute(sql, params).fetchall()]
 
         return await self._read(q)
 
