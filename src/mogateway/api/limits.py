@@ -39,6 +39,7 @@ class BodyLimit:
                 except ValueError:
                     too_big = True
                 if too_big:
+                    await _drain(receive)
                     await _refuse(send, limit)
                     return
         received = 0
@@ -63,7 +64,24 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
+                await _drain(receive)
                 await _refuse(send, limit)
+
+
+#: A refused body up to this size is read and thrown away before answering: a client still writing
+#: its body when the server answers and closes gets a connection reset instead of the 413.
+_DRAIN_AT_MOST = 1024 * 1024
+
+
+async def _drain(receive: Any) -> None:
+    drained = 0
+    while drained <= _DRAIN_AT_MOST:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        drained += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 async def _refuse(send: Any, limit: int) -> None:
