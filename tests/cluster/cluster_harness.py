@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
-from mogateway.storage import migrations
+from postgres_databases import throwaway_database
 
-ADMIN_URL = os.environ.get("MOGATEWAY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 NATS_URL = os.environ.get("MOGATEWAY_TEST_NATS", "nats://127.0.0.1:4222")
 ADMIN_TOKEN = "cluster-admin-token-" + secrets.token_hex(8)
 INGEST_TOKEN = "cluster-ingest-token-" + secrets.token_hex(8)
@@ -39,47 +37,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _admin(sql: str) -> None:
-    try:
-        conn = await asyncpg.connect(ADMIN_URL, timeout=10)
-    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {ADMIN_URL} ({exc}); run `bash scripts/ensure-services.sh`",
-            pytrace=False,
-        )
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-async def _migrate(url: str) -> None:
-    conn = await asyncpg.connect(url, timeout=10)
-    try:
-        await migrations.migrate(conn)
-    finally:
-        await conn.close()
-
-
 def _check_nats() -> None:
     host, _, port = NATS_URL.removeprefix("nats://").partition(":")
     try:
         socket.create_connection((host, int(port or 4222)), timeout=3).close()
     except OSError as exc:
         pytest.fail(f"NATS is not reachable at {NATS_URL} ({exc}); run `bash scripts/ensure-services.sh`")
-
-
-@contextmanager
-def throwaway_database() -> Iterator[str]:
-    """A fresh, migrated database for one test (dropped afterwards)."""
-    name = f"mogw_cluster_{secrets.token_hex(6)}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = f"{ADMIN_URL.rpartition('/')[0]}/{name}"
-    try:
-        asyncio.run(_migrate(url))
-        yield url
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def _delete_nats_names(stream: str, bucket: str) -> None:
@@ -186,7 +149,7 @@ def running_cluster(tmp_path: Path, count: int, nats: dict[str, Any] | None = No
         "node_ttl_s": 3,
         **(nats or {}),
     }
-    with throwaway_database() as database:
+    with throwaway_database("mogw_cluster") as database:
         cluster = Cluster(database, names=names)
         base = {k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")}
         base.update(

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from journal_databases import throwaway_database, truncate_all
 
 from mogateway.storage.journal import Journal
 from mogateway.storage.postgres import PostgresJournal
 from mogateway.storage.sqlite import SqliteJournal
+from postgres_databases import throwaway_database, truncate_all
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import asyncpg
 import pytest
-from journal_databases import throwaway_database
 
 from mogateway.storage import migrations
 from mogateway.storage.postgres import PostgresJournal, redact_url
+from postgres_databases import throwaway_database
 
 
 @pytest.fixture
