@@ -89,8 +89,44 @@ def peak_rss_mib(pid: int) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process (and its threads) used so far."""
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every live process descended from it (a supervisor and its workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds used so far by the processes ``pids`` (those gone count as 0: take the list once
+    before and read it again after, with the same pids)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
+
+
+def tree_peak_rss_mib(pids: list[int]) -> float:
+    """The sum of the processes' peak resident sizes: what the gateway as a whole held at most (an
+    upper bound: the peaks need not be simultaneous)."""
+    peaks = [peak_rss_mib(pid) for pid in pids]
+    return sum(p for p in peaks if p == p)

@@ -34,18 +34,20 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_seconds, free_port, percentile, start, start_fast_app, stop, wait_port
 
-from mogateway.core.timeline import EventKind, State
-from mogateway.queue.base import QueuedMO
-from mogateway.queue.jetstream import JetStreamQueue
-from mogateway.storage import migrations
-from mogateway.storage.journal import Change, Event, NewMessage, new_message_id
-from mogateway.storage.postgres import PostgresJournal
+from mogateway.core.message import Message, Sender, message_id
+from mogateway.core.timeline import Change, Event, EventKind
+from mogateway.edges.queue.jetstream import JetStreamQueue
+from mogateway.edges.storage import migrations
+from mogateway.edges.storage.postgres import PostgresJournal
 
 PG_ADMIN = os.environ.get("MOGATEWAY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 NATS = os.environ.get("MOGATEWAY_TEST_NATS", "nats://127.0.0.1:4222")
 ADMIN = "bench-admin-token-" + secrets.token_hex(8)
 INGEST = "bench-ingest-token-" + secrets.token_hex(8)
-PENDING = frozenset({State.QUEUED, State.DISPATCHING})
+
+
+def new_message_id() -> str:
+    return message_id(int(time.time() * 1000), os.urandom(10))
 
 
 # ------------------------------------------------------------------------------------------ plumbing
@@ -86,21 +88,14 @@ def cpu_of(pids: list[int]) -> float:
     return total
 
 
-def new_mo(n: int) -> NewMessage:
-    return NewMessage(
+def new_mo(n: int) -> Message:
+    return Message(
         id=new_message_id(),
-        origin="http",
-        source_id=None,
         shortcode="56767",
         msisdn=f"9198{n:08d}",
-        message=f"VOTE {n}",
+        text=f"VOTE {n}",
         received_at=time.time(),
-        state=State.QUEUED,
-        cc=91,
-        ndc=98000,
-        sn=n,
-        operator="airtel",
-        circle="DL",
+        sender=Sender(91, 9800, n % 1_000_000, "airtel", "DL"),
     )
 
 
@@ -115,7 +110,7 @@ async def journal_alone(url: str, count: int, batch: int, concurrency: int) -> d
         batches = [messages[i : i + batch] for i in range(0, count, batch)]
         gate = asyncio.Semaphore(concurrency)
 
-        async def store(b: list[NewMessage]) -> None:
+        async def store(b: list[Message]) -> None:
             async with gate:
                 await journal.store(b)
 
@@ -126,12 +121,12 @@ async def journal_alone(url: str, count: int, batch: int, concurrency: int) -> d
         # The dispatcher's writes: one outcome and one reply record per MO, each its own apply call.
         gate = asyncio.Semaphore(concurrency * 16)
 
-        async def outcome(m: NewMessage) -> None:
+        async def outcome(m: Message) -> None:
             async with gate:
                 ev = Event(EventKind.OUTCOME, time.time(), {"outcome": "reply"})
-                await journal.apply([Change(m.id, [ev], State.ANSWERED, PENDING, "cl", "thanks")])
+                await journal.apply([Change(m.id, ev, client_id="cl", reply_text="thanks")])
                 ev = Event(EventKind.REPLY_SUBMITTED, time.time(), {"channel": "log"})
-                await journal.apply([Change(m.id, [ev], State.REPLIED, frozenset({State.ANSWERED}))])
+                await journal.apply([Change(m.id, ev)])
 
         t0 = time.perf_counter()
         await asyncio.gather(*(outcome(m) for m in messages))
@@ -149,10 +144,7 @@ async def queue_alone(count: int, batch: int) -> dict[str, float]:
     )
     await queue.start()
     try:
-        items = [
-            QueuedMO(new_message_id(), "http", "56767", f"9198{n:08d}", "VOTE", 91, 98000, n, "", "", 0.0)
-            for n in range(count)
-        ]
+        items = [new_mo(n) for n in range(count)]
         t0 = time.perf_counter()
         for i in range(0, count, batch):
             await queue.put(items[i : i + batch])

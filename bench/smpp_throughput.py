@@ -2,6 +2,7 @@
 every reply's submit_sm at the simulator. Prints MO/s and p50/p99 from deliver_sm to submit_sm.
 
     python bench/smpp_throughput.py --count 20000 [--window 100] [--runs 3] [--with-kannel]
+        [--workers 1,2] [--rate 1000]
 
 Per run and per gateway: a fresh SMSC simulator (``mogateway.testing.smsc``, in this process) on a free
 127.0.0.1 port, the gateway started as processes of its own and bound to it as a transceiver, then
@@ -13,9 +14,15 @@ the right msisdn, with the application's text.
   deliver_sm_resp), the bind configured for the test (no submit_sm throttle, window ``--window``), a
   registered client whose callback is the fast application. It asks for delivery receipts (its default,
   ``registered_delivery = 1``), so it also receives and records one receipt per reply.
+  ``--workers 1,2`` runs ``mogateway serve --workers 1`` and ``--workers 2`` as two gateways of the
+  same run (default: the gateway's own default, one worker per core); their CPU is that of the
+  supervisor and every worker together.
 - Kannel 1.4.5 (``--with-kannel``; Debian package ``kannel``): bearerbox with an SMPP transceiver to
   the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
   application (``bench/kannel/``). Its file store is written without fsync; it asks for no receipts.
+
+``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
+fast as the window allows: the latency figures then mean what a subscriber sees at that load.
 
 The callback application is one small HTTP/1.1 server process (keep-alive, answers every request with
 ``text/plain`` "OK thanks"): mogateway's JSON POST with its Bearer header and Kannel's plain POST get the
@@ -28,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -43,7 +51,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, start, stop, wait_port
+from _common import free_port, process_tree, start, stop, tree_cpu_seconds, tree_peak_rss_mib, wait_port
 
 from mogateway.testing.smsc import SimulatedSmsc
 
@@ -110,15 +118,6 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] if ordered else float("nan")
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (all its threads) so far."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class Result:
     """One gateway's figures for one run."""
@@ -130,12 +129,14 @@ class Result:
     p99_ms: float
     ack_p50_ms: float
     cpu_ms_per_mo: dict[str, float] = field(default_factory=dict)
+    rss_mib: float = float("nan")
 
     def line(self) -> str:
-        cpu = ", ".join(f"{k} {v:.2f}" for k, v in self.cpu_ms_per_mo.items())
+        cpu = ", ".join(f"{k} {v:.3f}" for k, v in self.cpu_ms_per_mo.items())
         return (
-            f"{self.name:<10} {self.mo_per_s:7.0f} MO/s   deliver_sm→submit_sm p50 {self.p50_ms:7.1f} ms  "
+            f"{self.name:<12} {self.mo_per_s:7.0f} MO/s   deliver_sm→submit_sm p50 {self.p50_ms:7.1f} ms  "
             f"p99 {self.p99_ms:7.1f} ms   deliver_sm_resp p50 {self.ack_p50_ms:6.1f} ms   CPU ms/MO: {cpu}"
+            f"   peak RSS {self.rss_mib:.0f} MiB"
         )
 
 
@@ -144,19 +145,21 @@ async def measure(
     smsc: SimulatedSmsc,
     count: int,
     window: int,
-    pids: dict[str, int],
+    pids: dict[str, list[int]],
+    rate: float | None = None,
 ) -> Result:
-    """Inject ``count`` MOs at ``smsc`` (already bound) and wait for every reply's submit_sm."""
+    """Inject ``count`` MOs at ``smsc`` (already bound) and wait for every reply's submit_sm.
+    ``pids``: the processes of each party whose CPU is counted (a gateway's supervisor and workers)."""
     messages = [(f"9198{i:08d}", SHORTCODE, f"bench {i}") for i in range(count)]
-    cpu_before = {k: cpu_s(pid) for k, pid in pids.items()}
+    cpu_before = {k: tree_cpu_seconds(group) for k, group in pids.items()}
     own_before = time.process_time()
     already = len(smsc.submits)
-    injected = await smsc.inject_burst(messages, window=window, timeout=120)
+    injected = await smsc.inject_burst(messages, window=window, timeout=120, rate=rate)
     refused = sorted({r.status for r in injected if r.status != 0}, key=str)
     if refused:
         raise RuntimeError(f"{name}: deliver_sm answered with status {refused}")
     submits = (await smsc.wait_submits(already + count, timeout=max(120.0, count / 50)))[already:]
-    cpu = {k: (cpu_s(pid) - cpu_before[k]) * 1000 / count for k, pid in pids.items()}
+    cpu = {k: (tree_cpu_seconds(group) - cpu_before[k]) * 1000 / count for k, group in pids.items()}
     cpu["simulator+bench"] = (time.process_time() - own_before) * 1000 / count
     sent_at = {r.source: r.sent_at for r in injected}
     latencies = []
@@ -169,6 +172,7 @@ async def measure(
         raise RuntimeError(f"{name}: {len(sent_at)} MOs got no reply")
     first = min(r.sent_at for r in injected)
     last = max(s.at for s in submits)
+    rss = tree_peak_rss_mib(pids[name]) if name in pids else float("nan")
     return Result(
         name,
         count,
@@ -177,19 +181,34 @@ async def measure(
         percentile(latencies, 99),
         percentile([(r.answered_at - r.sent_at) * 1000 for r in injected], 50),
         cpu,
+        rss,
     )
 
 
-def _gateway_command(gw_port: int, profile: str) -> list[str]:
+def _gateway_command(gw_port: int, profile: str, workers: int | None) -> list[str]:
     cmd = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     if profile:
         py_spy = str(Path(sys.executable).parent / "py-spy")
-        cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "-f", "raw", "-o", profile, "--", *cmd]
+        cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
+        cmd += ["-o", profile, "--", sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+        if workers is not None:
+            cmd += ["--workers", str(workers)]
     return cmd
 
 
+def gateway_name(workers: int | None) -> str:
+    return "mogateway" if workers is None else f"mogateway/{workers}w"
+
+
 async def run_mogateway(
-    args: argparse.Namespace, app: subprocess.Popen[bytes], app_port: int, workdir: Path, run: int
+    args: argparse.Namespace,
+    app: subprocess.Popen[bytes],
+    app_port: int,
+    workdir: Path,
+    run: int,
+    workers: int | None = None,
 ) -> Result:
     smsc = await SimulatedSmsc(system_id="bench", password="bench").start()
     gw_port = free_port()
@@ -205,7 +224,7 @@ async def run_mogateway(
         "registered_delivery": args.registered_delivery,
     }
     env = {
-        "MOGATEWAY_DATABASE": str(workdir / f"mogateway-{run}.db"),
+        "MOGATEWAY_DATABASE": str(workdir / f"{gateway_name(workers).replace('/', '-')}-{run}.db"),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN,
         "MOGATEWAY_INGEST_TOKEN": INGEST,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
@@ -214,7 +233,9 @@ async def run_mogateway(
     }
     if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
         env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
-    gateway = start(_gateway_command(gw_port, args.profile), env, workdir / f"mogateway-{run}.log")
+    name = gateway_name(workers)
+    log = workdir / f"{name.replace('/', '-')}-{run}.log"
+    gateway = start(_gateway_command(gw_port, args.profile, workers), env, log)
     pid = gateway.pid
     try:
         await asyncio.to_thread(wait_port, gw_port, 30)
@@ -238,8 +259,8 @@ async def run_mogateway(
         if args.profile:  # py-spy's child is the gateway
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
             pid = int(children[0]) if children else pid
-        pids = {"gateway": pid, "app": app.pid}
-        return await measure("mogateway", smsc, args.count, args.window, pids)
+        pids = {name: process_tree(pid), "app": [app.pid]}
+        return await measure(name, smsc, args.count, args.window, pids, args.rate)
     finally:
         await _stop_gateway(gateway, pid)
         await smsc.stop()
@@ -280,8 +301,11 @@ async def run_kannel(
             await smsc.wait_bound(30)
             await asyncio.sleep(0.5)
             assert kannel.bearerbox is not None and kannel.smsbox is not None
-            pids = {"bearerbox": kannel.bearerbox.pid, "smsbox": kannel.smsbox.pid, "app": app.pid}
-            return await measure("kannel", smsc, args.count, args.window, pids)
+            pids = {
+                "kannel": [kannel.bearerbox.pid, kannel.smsbox.pid],
+                "app": [app.pid],
+            }
+            return await measure("kannel", smsc, args.count, args.window, pids, args.rate)
     finally:
         await smsc.stop()
 
@@ -291,7 +315,9 @@ async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Res
     app = start([sys.executable, "-c", FAST_APP, str(app_port), REPLY.decode()])
     results: dict[str, list[Result]] = {}
     Runner = Callable[[argparse.Namespace, subprocess.Popen[bytes], int, Path, int], Awaitable[Result]]
-    runners: list[tuple[str, Runner]] = [("mogateway", run_mogateway)]
+    runners: list[tuple[str, Runner]] = [
+        (gateway_name(n), functools.partial(run_mogateway, workers=n)) for n in args.workers
+    ]
     if args.with_kannel:
         runners.append(("kannel", run_kannel))
     try:
@@ -305,6 +331,13 @@ async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Res
     finally:
         stop(app)
     return results
+
+
+def _worker_counts(text: str) -> list[int | None]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("worker counts are positive integers, e.g. 1,2")
+    return list(counts)
 
 
 def main() -> None:
@@ -322,6 +355,13 @@ def main() -> None:
     parser.add_argument(
         "--registered-delivery", type=int, default=1, choices=(0, 1), help="mogateway asks for receipts"
     )
+    parser.add_argument(
+        "--workers",
+        type=_worker_counts,
+        default=[None],
+        help="comma-separated worker counts, one gateway of the run each (default: serve's default)",
+    )
+    parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
     parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")
     parser.add_argument("--gateway-src", default="", help="run mogateway from this src/ directory (A/B)")
     args = parser.parse_args()
@@ -343,9 +383,19 @@ def main() -> None:
         medians[name] = mo_s
         p50 = statistics.median(r.p50_ms for r in rows)
         p99 = statistics.median(r.p99_ms for r in rows)
-        print(f"  {name:<10} {mo_s:7.0f} MO/s   deliver_sm→submit_sm p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+        print(f"  {name:<12} {mo_s:7.0f} MO/s   deliver_sm→submit_sm p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    for name, rows in results.items():
+        cpu = statistics.median(r.cpu_ms_per_mo.get(name, float("nan")) for r in rows)
+        rss = statistics.median(r.rss_mib for r in rows)
+        print(f"  {name:<12} CPU {cpu:.3f} ms/MO, peak RSS {rss:.0f} MiB")
     if "kannel" in medians:
-        print(f"  mogateway / kannel: {medians['mogateway'] / medians['kannel']:.2f}×")
+        for name, rows in results.items():
+            if name != "kannel":
+                ratios = [m.mo_per_s / k.mo_per_s for m, k in zip(rows, results["kannel"], strict=False)]
+                print(
+                    f"  {name} / kannel: {statistics.median(ratios):.2f}× (median of the per-run ratios; "
+                    f"{medians[name] / medians['kannel']:.2f}× of the medians)"
+                )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """End-to-end throughput of one gateway on its embedded default, against the bare-HTTP ceiling.
 
-    python bench/throughput.py [--count 20000] [--runs 3] [--concurrency 64] [--batch 500]
+    python bench/throughput.py [--count 20000] [--runs 3] [--concurrency 64] [--batch 500] [--with-console]
+        [--workers 1,2] [--rate 1000]
 
 Starts a fast callback application (its own process) and ``mogateway serve`` (SQLite journal with
 synchronous=FULL, in-process queue, log reply channel), pushes ``--count`` MOs through
@@ -8,12 +9,27 @@ synchronous=FULL, in-process queue, log reply channel), pushes ``--count`` MOs t
 ceiling: a bare aiohttp POST loop from this process to the same application with the same concurrency.
 Prints MO/s, p50/p99 from intake to reply recorded (from the journal's own timestamps), the gateway's
 peak RSS, and the ratio to the ceiling; with ``--runs`` > 1 the medians.
+
+It also prints intake → callback start (p50/p99), from the journal's own timestamps: the MO's
+``received_at`` and the start of its first callback attempt.
+
+``--workers 1,2`` runs ``mogateway serve --workers 1`` and ``--workers 2`` in every run (default: the
+gateway's default, one worker per core); CPU and peak RSS are those of the supervisor and all its
+workers together. ``--rate R`` paces the load instead: single ``POST /v1/inbound`` requests at R per
+second (a steady load, not a burst), so the latencies are those a subscriber sees at that load.
+
+``--with-console`` measures every run twice, once as above and once while someone watches: a console
+session on the Overview (signed in, its live stream updating every second) and a tool polling
+``GET /v1/stats?window=today`` every 2 s, as ``mogateway top`` or a dashboard would. The two alternate
+(which goes first swaps every run) and the medians of both are printed side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import re
 import sqlite3
 import sys
 import tempfile
@@ -25,14 +41,15 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    cpu_seconds,
     free_port,
     median,
-    peak_rss_mib,
     percentile,
+    process_tree,
     start,
     start_fast_app,
     stop,
+    tree_cpu_seconds,
+    tree_peak_rss_mib,
     wait_port,
 )
 
@@ -92,6 +109,72 @@ async def push(base: str, count: int, batch: int) -> None:
         await asyncio.gather(*(send(i) for i in range(0, count, batch)))
 
 
+async def push_paced(base: str, count: int, rate: float) -> None:
+    """One ``POST /v1/inbound`` every ``1 / rate`` seconds (each sent on time, whatever the answers of
+    the earlier ones), over a pool of keep-alive connections."""
+    headers = {"authorization": f"Bearer {INGEST}", "content-type": "application/json"}
+    connector = aiohttp.TCPConnector(limit=256)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def send(i: int) -> None:
+            item = {"shortcode": "56767", "msisdn": f"9198{i:08d}", "message": f"VOTE {i % 10}"}
+            async with session.post(f"{base}/v1/inbound", data=orjson.dumps(item), headers=headers) as r:
+                if r.status not in (200, 202):
+                    raise RuntimeError(f"push refused: {r.status} {(await r.text())[:200]}")
+
+        began = time.monotonic()
+        pending = set()
+        for i in range(count):
+            ahead = began + i / rate - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+            task = asyncio.create_task(send(i))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+        for task in list(pending):
+            await task
+
+
+async def watch(base: str, stop: asyncio.Event) -> int:
+    """Watch the gateway as an operator would until ``stop``: the console's Overview (sign in, then its
+    live stream) and a /v1/stats poll every 2 s. Returns how many stats documents were read."""
+    polls = 0
+    # unsafe=True: aiohttp keeps no cookies for bare IP addresses otherwise.
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        async with session.get(f"{base}/console/login") as r:
+            csrf = re.search(r'name="csrf" value="([^"]+)"', await r.text())
+        if csrf is None:
+            raise RuntimeError("no sign-in form at /console/login")
+        form = {"csrf": csrf[1], "token": ADMIN, "next": "/console/"}
+        async with session.post(f"{base}/console/login", data=form, allow_redirects=False) as r:
+            if r.status != 303:
+                raise RuntimeError(f"console sign-in failed: {r.status}")
+
+        async def stream() -> None:
+            while not stop.is_set():  # the server ends a stream after a minute; reconnect like a browser
+                async with session.get(f"{base}/console/live/overview") as r:
+                    async for _ in r.content:
+                        if stop.is_set():
+                            return
+
+        async def poll() -> None:
+            nonlocal polls
+            headers = {"authorization": f"Bearer {ADMIN}"}
+            while not stop.is_set():
+                async with session.get(f"{base}/v1/stats", params={"window": "today"}, headers=headers) as r:
+                    await r.read()
+                    polls += r.status == 200
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 2.0)
+
+        streaming = asyncio.create_task(stream())
+        await poll()
+        streaming.cancel()
+        with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
+            await streaming
+    return polls
+
+
 def replied(db: Path) -> int:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
@@ -100,22 +183,41 @@ def replied(db: Path) -> int:
         conn.close()
 
 
-def latencies(db: Path) -> tuple[list[float], float, float]:
+def latencies(db: Path) -> tuple[list[float], list[float], float, float]:
+    """From the journal: intake → reply recorded and intake → callback start (ms), and the first
+    intake and last reply instants."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
         rows = conn.execute(
             "SELECT m.received_at, e.at FROM messages m JOIN events e ON e.message_id = m.id "
             "WHERE e.kind = 'reply_submitted'"
         ).fetchall()
+        outcomes = conn.execute(
+            "SELECT m.received_at, e.data FROM messages m JOIN events e ON e.message_id = m.id "
+            "WHERE e.kind = 'outcome'"
+        ).fetchall()
     finally:
         conn.close()
     lat = [(at - received) * 1000 for received, at in rows]
+    to_callback = []
+    for received, data in outcomes:
+        attempts = orjson.loads(data).get("attempts") or []
+        if attempts:
+            to_callback.append((attempts[0]["at"] - received) * 1000)
     first = min(r for r, _ in rows)
     last = max(a for _, a in rows)
-    return lat, first, last
+    return lat, to_callback, first, last
 
 
-async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> dict[str, float]:
+async def one_run(
+    count: int,
+    concurrency: int,
+    batch: int,
+    workdir: Path,
+    watched: bool = False,
+    workers: int | None = None,
+    rate: float | None = None,
+) -> dict[str, float]:
     app_port, gw_port = free_port(), free_port()
     app = start_fast_app(app_port)
     db = workdir / f"bench-{gw_port}.db"
@@ -126,38 +228,53 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
         "MOGATEWAY_LOG_LEVEL": "warning",
     }
-    gateway = start(
-        [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)],
-        env,
-        workdir / f"gw-{gw_port}.log",
-    )
+    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    gateway = start(command, env, workdir / f"gw-{gw_port}.log")
     try:
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"
         cb = f"http://127.0.0.1:{app_port}/cb"
         ceiling_rate = await ceiling(cb, count, concurrency)
-        async with aiohttp.ClientSession() as session, session.post(
-            f"{base}/v1/clients",
-            json={
-                "name": "bench",
-                "shortcodes": ["56767"],
-                "callback_url": cb,
-                "max_concurrency": concurrency,
-            },
-            headers={"authorization": f"Bearer {ADMIN}"},
-        ) as r:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{base}/v1/clients",
+                json={
+                    "name": "bench",
+                    "shortcodes": ["56767"],
+                    "callback_url": cb,
+                    "max_concurrency": concurrency,
+                },
+                headers={"authorization": f"Bearer {ADMIN}"},
+            ) as r,
+        ):
             if r.status != 201:
                 raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
-        cpu_before = cpu_seconds(gateway.pid)
-        await push(base, count, batch)
+        stop_watching = asyncio.Event()
+        watcher = asyncio.create_task(watch(base, stop_watching)) if watched else None
+        if watcher is not None:
+            await asyncio.sleep(2.5)  # signed in, streaming, polled once: the operator is looking
+        await asyncio.sleep(0.5)  # every worker is up (the port answers as soon as one is)
+        tree = process_tree(gateway.pid)
+        cpu_before = tree_cpu_seconds(tree)
+        if rate is None:
+            await push(base, count, batch)
+        else:
+            await push_paced(base, count, rate)
         deadline = time.monotonic() + 300
         while replied(db) < count:
             if time.monotonic() > deadline or gateway.poll() is not None:
                 raise RuntimeError(f"only {replied(db)} of {count} replied")
             await asyncio.sleep(0.2)
-        lat, first, last = latencies(db)
-        rss = peak_rss_mib(gateway.pid)
-        cpu_per_mo_us = (cpu_seconds(gateway.pid) - cpu_before) / count * 1e6
+        if watcher is not None:
+            stop_watching.set()
+            if await watcher == 0:
+                raise RuntimeError("the stats poller read nothing")
+        cpu_per_mo_us = (tree_cpu_seconds(tree) - cpu_before) / count * 1e6
+        lat, to_callback, first, last = latencies(db)
+        rss = tree_peak_rss_mib(tree)
     finally:
         stop(gateway)
         stop(app)
@@ -166,6 +283,8 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
         "mo_per_s": rate,
         "p50_ms": percentile(lat, 50),
         "p99_ms": percentile(lat, 99),
+        "callback_p50_ms": percentile(to_callback, 50),
+        "callback_p99_ms": percentile(to_callback, 99),
         "rss_mib": rss,
         "ceiling_per_s": ceiling_rate,
         "ratio": rate / ceiling_rate,
@@ -176,6 +295,7 @@ async def one_run(count: int, concurrency: int, batch: int, workdir: Path) -> di
 def _describe(r: dict[str, float]) -> str:
     return (
         f"{r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
+        f"intake→callback p50 {r['callback_p50_ms']:.1f} ms p99 {r['callback_p99_ms']:.1f} ms, "
         f"peak RSS {r['rss_mib']:.0f} MiB; ceiling {r['ceiling_per_s']:,.0f} req/s; "
         f"ratio {r['ratio']:.0%}; gateway CPU {r['cpu_us']:.0f} µs/MO"
     )
@@ -189,16 +309,58 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--with-console",
+        action="store_true",
+        help="measure each run also while a console Overview and a 2 s /v1/stats poller watch",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_worker_counts,
+        default=[None],
+        help="comma-separated worker counts, each measured in every run (default: serve's default)",
+    )
+    parser.add_argument("--rate", type=float, default=None, help="paced single pushes at this many per s")
     args = parser.parse_args()
-    results = []
+    results: dict[tuple[int | None, bool], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="mogw-bench-") as tmp:
         for n in range(1, args.runs + 1):
-            r = asyncio.run(one_run(args.count, args.concurrency, args.batch, Path(tmp)))
-            results.append(r)
-            print(f"run {n}: {_describe(r)}", flush=True)
-    keys = results[0].keys()
-    med = {k: median([r[k] for r in results]) for k in keys}
-    print(f"median of {len(results)}: {_describe(med)}")
+            order = [False, True] if n % 2 else [True, False]
+            counts = args.workers if n % 2 else args.workers[::-1]
+            for workers in counts:
+                for watched in order if args.with_console else [False]:
+                    r = asyncio.run(
+                        one_run(
+                            args.count, args.concurrency, args.batch, Path(tmp), watched, workers, args.rate
+                        )
+                    )
+                    results.setdefault((workers, watched), []).append(r)
+                    print(f"run {n}{_label(workers, watched, args.with_console)}: {_describe(r)}", flush=True)
+    for (workers, watched), runs in results.items():
+        med = {k: median([r[k] for r in runs]) for k in runs[0]}
+        print(f"median of {len(runs)}{_label(workers, watched, args.with_console)}: {_describe(med)}")
+    if len(args.workers) > 1:
+        base = args.workers[0]
+        for workers in args.workers[1:]:
+            ratios = [
+                b["mo_per_s"] / a["mo_per_s"]
+                for a, b in zip(results[(base, False)], results[(workers, False)], strict=False)
+            ]
+            print(f"{workers} workers / {base}: {median(ratios):.2f}× (median of the per-run ratios)")
+
+
+def _label(workers: int | None, watched: bool, with_console: bool) -> str:
+    label = "" if workers is None else f" {workers} worker(s)"
+    if with_console:
+        label += " (console + stats poller)" if watched else " (nobody watching)"
+    return label
+
+
+def _worker_counts(text: str) -> list[int | None]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("worker counts are positive integers, e.g. 1,2")
+    return list(counts)
 
 
 if __name__ == "__main__":

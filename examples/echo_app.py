@@ -3,7 +3,9 @@
     python examples/echo_app.py --port 9000 --token s3cret        # or MOGATEWAY_CLIENT_TOKEN=s3cret
     mogateway simulate http://127.0.0.1:9000/ --token s3cret "HELLO"
 
-Several tokens (comma-separated, or --token repeated) are accepted at once, for rotation.
+Several tokens (comma-separated, or --token repeated) are accepted at once, for rotation. For a client
+registered with signing, set MOGATEWAY_SIGNING_SECRET (comma-separated during a rotation): callbacks
+without a valid x-mogateway-signature are then refused with 401.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ def echo(message: InboundMessage) -> str:
     return f"You said: {message.message}"
 
 
-def build_app(tokens: list[str], budget_s: float = 25.0) -> CallbackApp:
+def build_app(
+    tokens: list[str], budget_s: float = 25.0, signing_secrets: list[str] | None = None
+) -> CallbackApp:
     """The ASGI application (``uvicorn`` can also import it through a factory)."""
-    return CallbackApp(echo, tokens, budget_s=budget_s)
+    return CallbackApp(echo, tokens, budget_s=budget_s, signing_secrets=signing_secrets or None)
 
 
 def _tokens(values: list[str]) -> list[str]:
@@ -46,7 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     tokens = _tokens(args.token or [os.environ.get("MOGATEWAY_CLIENT_TOKEN", "")])
     if not tokens:
         parser.error("give --token or set MOGATEWAY_CLIENT_TOKEN")
-    uvicorn.run(build_app(tokens, args.budget), host=args.host, port=args.port, log_level="info")
+    # A secret is read from the environment, not the command line (which every user can see in ps).
+    secrets = _tokens([os.environ.get("MOGATEWAY_SIGNING_SECRET", "")])
+    uvicorn.run(build_app(tokens, args.budget, secrets), host=args.host, port=args.port, log_level="info")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import asyncpg
 import pytest
 
-from mogateway.storage import migrations
+from mogateway.edges.storage import migrations
 
 #: Where the test PostgreSQL is; override with MOGATEWAY_TEST_POSTGRES (a URL of an admin database).
 ADMIN_URL = os.environ.get("MOGATEWAY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -66,6 +66,6 @@ async def truncate_all(url: str) -> None:
     """Empty every journal table (between tests sharing one session database)."""
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        await conn.execute("TRUNCATE messages, events, reply_refs, clients, settings")
+        await conn.execute("TRUNCATE messages, events, reply_refs, clients, settings, stats")
     finally:
         await conn.close()

@@ -60,9 +60,11 @@ def create_app(tokens: Iterable[str] | None = None, bank: Bank | None = None) ->
     tokens = list(tokens or [t for t in os.environ.get("MOGATEWAY_CLIENT_TOKEN", "").split(",") if t])
     if not tokens:
         raise SystemExit("set MOGATEWAY_CLIENT_TOKEN (or pass tokens) to the bearer token(s) to accept")
+    # Signed callbacks (a client registered with signing): the secret(s), newest first; none to skip.
+    secrets = [s for s in os.environ.get("MOGATEWAY_SIGNING_SECRET", "").split(",") if s.strip()] or None
     bank = bank or Bank({"919812345678": 1_234_550})
     app = FastAPI(title="Keyword bot")
-    app.include_router(callback_router(build_router(bank), tokens, path="/sms"))
+    app.include_router(callback_router(build_router(bank), tokens, path="/sms", signing_secrets=secrets))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -36,10 +36,12 @@ def create_app(tokens: Iterable[str] | None = None) -> Flask:
     tokens = list(tokens or [t for t in os.environ.get("MOGATEWAY_CLIENT_TOKEN", "").split(",") if t])
     if not tokens:
         raise SystemExit("set MOGATEWAY_CLIENT_TOKEN (or pass tokens) to the bearer token(s) to accept")
+    # Signed callbacks (a client registered with signing): the secret(s), newest first; none to skip.
+    secrets = [s for s in os.environ.get("MOGATEWAY_SIGNING_SECRET", "").split(",") if s.strip()] or None
     router = KeywordRouter(default=lambda _message: USAGE)
     router.add("TRACK", track)
     app = Flask(__name__)
-    app.register_blueprint(callback_blueprint(router, tokens, path="/sms"))
+    app.register_blueprint(callback_blueprint(router, tokens, path="/sms", signing_secrets=secrets))
     return app
 
 

@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mogateway.smpp.config import SmppSettings
+from mogateway.edges.smpp.config import SmppSettings
+from mogateway.edges.storage.sealing import parse_key
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -37,16 +38,21 @@ class Settings(BaseSettings):
 
     admin_token: SecretStr | None = None
     ingest_token: SecretStr | None = None
+    tokens_file: Path | None = None
     allow_private_callbacks: bool = False
     metrics_public: bool = False
 
+    workers: int = Field(0, ge=0, le=256)
     max_inflight: int = Field(1000, ge=1, le=100_000)
     default_client_concurrency: int = Field(64, ge=1, le=10_000)
-    journal_sync: Literal["full", "normal"] = "full"
+    journal_sync: Literal["full", "stores", "normal"] = "stores"
 
     reply_channel: Literal["log", "http"] = "log"
     reply_http_url: str | None = None
     reply_max_parts: int = Field(6, ge=1, le=255)
+    reply_validity_s: float = Field(300.0, ge=1, le=86_400)
+    reply_at_least_once: bool = False
+    dlt_var_max_chars: int = Field(30, ge=1, le=2000)
 
     ported_csv: Path | None = None
     series_csv: Path | None = None
@@ -54,6 +60,20 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(64 * 1024, ge=1024)
     max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024)
     max_batch_items: int = Field(2000, ge=1)
+    max_connections: int = Field(1000, ge=8, le=1_000_000)
+    max_header_bytes: int = Field(16 * 1024, ge=1024, le=1024 * 1024)
+    header_timeout_s: int = Field(10, ge=1, le=600)
+    idle_timeout_s: int = Field(15, ge=1, le=3600)
+
+    # Client secrets at rest (storage/sealing.py) and signed callbacks (core/signing.py).
+    secret_key: SecretStr | None = None
+    old_secret_key: SecretStr | None = None
+    signing_grace_s: float = Field(24 * 3600.0, ge=0, le=30 * 24 * 3600.0)
+
+    console: bool = True
+    console_session_minutes: int = Field(480, ge=5, le=7 * 24 * 60)
+    stats_flush_s: float = Field(2.0, ge=0.5, le=60)
+    stats_retention_days: int = Field(8, ge=1, le=400)
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
@@ -91,6 +111,13 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 16 characters")
         return value
 
+    @field_validator("secret_key", "old_secret_key")
+    @classmethod
+    def _key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_key(value.get_secret_value())  # ValueError says the shape, never the value
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -121,19 +148,21 @@ class _TomlSource(PydanticBaseSettingsSource):
         return {**gateway, **data}
 
 
-def describe_error(exc: ValidationError) -> str:
-    """One line naming the first invalid setting, its environment variable, and why."""
+def describe_error(exc: ValidationError, within: tuple[str, ...] = ()) -> str:
+    """One line naming the first invalid setting, its environment variable, and why. ``within`` names
+    the table the validated settings are (``("nats",)`` for the ``[nats]`` settings)."""
     first = exc.errors()[0]
-    loc = [str(p) for p in first.get("loc", ())]
+    loc = [*within, *(str(p) for p in first.get("loc", ()))]
     name = ".".join(loc) or "settings"
     # Nested tables (SMPP binds) live in the TOML file only; flat settings also have a variable.
-    env = "MOGATEWAY_" + "__".join(loc).upper() if loc and loc[0] != "smpp" else ""
+    env = "MOGATEWAY_" + "__".join(loc).upper() if len(loc) > len(within) and loc[0] != "smpp" else ""
     message = first.get("msg", "is invalid")
     if first.get("type") == "extra_forbidden":
         message = "is not a known setting"
     where = f"{name} ({env})" if env else f"{name} (config file)"
     given = first.get("input")
-    shown = "" if isinstance(given, dict | SecretStr) or "token" in name else f" (got {given!r})"
+    secret = "token" in name or "key" in name
+    shown = "" if isinstance(given, dict | SecretStr) or secret else f" (got {given!r})"
     return f"invalid setting {where}: {message}{shown}"
 
 

@@ -12,6 +12,10 @@ __all__ = ["setup_logging"]
 
 
 class JsonFormatter(logging.Formatter):
+    def __init__(self, worker: str = "") -> None:
+        super().__init__()
+        self._worker = worker
+
     def format(self, record: logging.LogRecord) -> str:
         doc = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
@@ -20,17 +24,21 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        if self._worker:
+            doc["worker"] = self._worker
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(doc).decode()
 
 
-def setup_logging(level: str = "info", fmt: str = "text") -> None:
+def setup_logging(level: str = "info", fmt: str = "text", *, worker: str = "") -> None:
+    """Log to stderr at ``level`` as ``fmt``; ``worker`` names the worker process on every line."""
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(JsonFormatter(worker))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        tag = f"[{worker}] " if worker else ""
+        handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)-7s {tag}%(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

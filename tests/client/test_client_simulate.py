@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from mogateway.cli import simulate as simulate_cli
 from mogateway.client import CallbackApp, InboundMessage
-from mogateway.client.simulation import EXIT_CODES, exit_code, percentile
 from mogateway.core import contract
 from mogateway.core.contract import OutcomeKind
+from mogateway.simulation import EXIT_CODES, exit_code, percentile
 from mogateway.testing.callback_apps import RecordingApp, answer_app, serve_asgi
 
 TOKEN = "sim-token"
@@ -78,7 +78,8 @@ def test_sends_contract_exact_request() -> None:
     assert request.headers["content-type"] == "application/json"
     assert request.headers["x-mogateway-message-id"]
     mo = contract.parse_callback_body(request.body)
-    assert (mo.shortcode, mo.msisdn, mo.message) == ("56767", "919812012345", "BAL")
+    assert (mo.shortcode, mo.msisdn, mo.text) == ("56767", "919812012345", "BAL")
+    assert mo.sender is not None
     assert (mo.sender.sn_digits, mo.sender.operator, mo.sender.circle) == ("012345", "airtel", "delhi")
     assert len(str(orjson.loads(request.body)["tsunix"])) == 10
     assert request.body == contract.callback_body(mo, "s")  # the bytes the gateway would send
@@ -181,3 +182,30 @@ def test_nearest_rank_percentiles() -> None:
     values = [float(v) for v in range(1, 101)]
     assert (percentile(values, 50), percentile(values, 90), percentile(values, 99)) == (50.0, 90.0, 99.0)
     assert percentile(values, 100) == 100.0 and percentile([7.0], 50) == 7.0 and percentile([], 50) == 0.0
+
+
+def test_signing_secret_signs_like_the_gateway_and_a_wrong_one_is_a_401() -> None:
+    secret = "sim-signing-secret-0123456789abcdefghijkl"
+    app = CallbackApp(echo, TOKEN, signing_secrets=[secret])
+    with serve_asgi(app) as url:
+        code, output = run(url, "--token", TOKEN, "--signing-secret", secret, "HELLO")
+        assert code == 0, output
+        assert "(signed)" in output and "| You said: HELLO" in output
+        assert secret not in output  # a secret is used, never printed
+
+        code, document = run_json(url, "--token", TOKEN, "--signing-secret", "new-secret," + secret, "HI")
+        assert (code, document["reply"]) == (0, "You said: HI")  # several: as during a rotation
+
+        code, document = run_json(url, "--token", TOKEN, "--signing-secret", "not-the-secret", "HI")
+        assert (code, document["outcome"], document["status"]) == (5, "http_error", 401)
+        code, document = run_json(url, "--token", TOKEN, "HI")  # unsigned: refused as "missing"
+        assert (code, document["status"]) == (5, 401)
+
+        result = CliRunner().invoke(
+            cli(),
+            ["simulate", url, "HI", "--json"],
+            env={"MOGATEWAY_CLIENT_TOKEN": TOKEN, "MOGATEWAY_SIGNING_SECRET": secret},
+        )
+        assert result.exit_code == 0, result.output
+    code, output = run("http://127.0.0.1:9/", "--token", TOKEN, "--signing-secret", " , ", "HI")
+    assert code == 2 and "--signing-secret" in output

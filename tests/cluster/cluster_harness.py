@@ -8,19 +8,22 @@ fail and say so — they are never skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -69,6 +72,8 @@ class Node:
     env: dict[str, str]
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+    #: Worker processes of this node (``serve --workers``): each is a node of the cluster itself.
+    workers: int = 2
 
     @property
     def url(self) -> str:
@@ -77,10 +82,20 @@ class Node:
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mogateway.cli", "serve", "--port", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "mogateway.cli",
+                "serve",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(self.workers),
+            ],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: kill() reaches every worker
         )
         log.close()
 
@@ -99,9 +114,10 @@ class Node:
         raise AssertionError(f"node {self.name} did not start: {self.log_path.read_text()[-2000:]}")
 
     def kill(self) -> None:
-        """SIGKILL: no shutdown, no acknowledgements, no goodbye."""
+        """SIGKILL to the node and its workers at once: no shutdown, no acknowledgements, no goodbye."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self) -> None:
@@ -174,3 +190,90 @@ def running_cluster(tmp_path: Path, count: int, nats: dict[str, Any] | None = No
             for node in cluster.nodes:
                 node.stop()
             asyncio.run(_delete_nats_names(names["stream"], names["nodes_bucket"]))
+
+
+# ------------------------------------------------------------------------------------------ traffic
+
+
+def register_client(cluster: Cluster, callback_url: str, **fields: Any) -> None:
+    """The "tv vote" client on shortcode 56767 (``fields``: max_concurrency, ...)."""
+    resp = httpx.post(
+        cluster.nodes[0].url + "/v1/clients",
+        json={"name": "tv vote", "shortcodes": ["56767"], "callback_url": callback_url, **fields},
+        headers=cluster.admin(),
+        timeout=10,
+    )
+    assert resp.status_code == 201, resp.text
+
+
+def vote(n: int) -> dict[str, Any]:
+    """MO number ``n``: its own source id, msisdn and text."""
+    return {"id": f"op-{n}", "shortcode": "56767", "msisdn": f"98{n:08d}", "message": f"VOTE {n}"}
+
+
+class Pusher:
+    """Pushes batches round-robin over ``nodes`` (default: all); a batch a dead node refused goes to the
+    next one, with the same source ids (the same messages)."""
+
+    def __init__(self, cluster: Cluster, batch: int, nodes: Sequence[Node] | None = None) -> None:
+        self.cluster = cluster
+        self.batch = batch
+        self.nodes = list(nodes or cluster.nodes)
+        self.accepted: dict[str, str] = {}  # source id -> message id
+        self.lock = threading.Lock()
+        self.retried = 0
+
+    def push(self, start: int) -> None:
+        batch = [vote(n) for n in range(start, start + self.batch)]
+        nodes = self.nodes
+        for attempt in range(len(nodes) * 2):
+            node = nodes[(start // self.batch + attempt) % len(nodes)]
+            try:
+                resp = httpx.post(
+                    node.url + "/v1/inbound/batch", json=batch, headers=self.cluster.ingest(), timeout=10
+                )
+            except httpx.HTTPError:
+                with self.lock:
+                    self.retried += 1
+                continue  # the same source ids on another node are the same messages
+            assert resp.status_code in (200, 202, 207), resp.text
+            results = resp.json()
+            results = results.get("results", results) if isinstance(results, dict) else results
+            with self.lock:
+                for mo, res in zip(batch, results, strict=True):
+                    assert res["state"] != "rejected", res
+                    self.accepted[mo["id"]] = res["id"]
+            return
+        raise AssertionError(f"no node accepted batch {start}")
+
+
+# ------------------------------------------------------------------------------------------ the journal
+
+
+async def journal_facts(database: str) -> tuple[dict[str, int], dict[str, int], int]:
+    """MOs by state, ``reply_submitted`` events by message id, and how many ``recovered`` events."""
+    conn = await asyncpg.connect(database)
+    try:
+        states = dict(await conn.fetch("SELECT state, count(*) FROM messages GROUP BY state"))
+        replies = dict(
+            await conn.fetch(
+                "SELECT message_id, count(*) FROM events WHERE kind='reply_submitted' GROUP BY message_id"
+            )
+        )
+        recovered = await conn.fetchval("SELECT count(*) FROM events WHERE kind='recovered'")
+        return states, replies, int(recovered)
+    finally:
+        await conn.close()
+
+
+def wait_until_finished(database: str, expected: int, timeout: float) -> dict[str, int]:
+    """Wait until the journal holds ``expected`` MOs and none is unfinished; their count by state."""
+    deadline = time.monotonic() + timeout
+    states: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        states, _, _ = asyncio.run(journal_facts(database))
+        unfinished = sum(states.get(s, 0) for s in ("queued", "answered", "replying"))
+        if sum(states.values()) >= expected and unfinished == 0:
+            return states
+        time.sleep(0.5)
+    raise AssertionError(f"messages still unfinished after {timeout} s: {states}")

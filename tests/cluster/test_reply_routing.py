@@ -4,31 +4,35 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import nats
 import pytest
 from cluster_harness import NATS_URL
 
-from mogateway.service.nodes import ClusterReplyChannel, NodeInfo, ReplyResponder
-from mogateway.service.replies import Reply, ReplyError, ReplySubmitted
+from mogateway.core.dlt import DltIds
+from mogateway.core.message import Message, Sender
+from mogateway.core.ports import NodeInfo, Reply, ReplyError, ReplySubmitted
+from mogateway.edges.cluster.replies import ClusterReplyChannel, NatsRequests, ReplyResponder
 
 
 class FakeBinds:
-    """A node's SMPP reply channel: ``pick`` as the real one, ``send`` records and returns a ref."""
+    """A node's SMPP reply channel: ``ready`` as the real one, ``send`` records and returns a ref."""
 
     name = "smpp"
+    needs_intent = True
 
     def __init__(self, binds: dict[str, str], fail: ReplyError | None = None) -> None:
         self.binds = binds  # bind name -> operator
         self.sent: list[Reply] = []
         self.fail = fail
 
-    def pick(self, origin: str, operator: str = "") -> Any:
-        name = origin.split(":", 1)[1] if origin.startswith("smpp:") else ""
-        return name if name in self.binds else None
+    def ready(self, reply: Reply) -> bool:
+        origin = reply.message.origin
+        return origin.startswith("smpp:") and origin.split(":", 1)[1] in self.binds
 
-    async def send(self, reply: Reply) -> ReplySubmitted:
+    async def send(self, reply: Reply, handover: Any = None) -> ReplySubmitted:
         if self.fail is not None:
             raise self.fail
         self.sent.append(reply)
@@ -69,7 +73,8 @@ async def nc() -> AsyncIterator[Any]:
 
 
 def reply(origin: str, operator: str = "") -> Reply:
-    return Reply("m1", "56767", "919812345678", "Thanks", origin, operator)
+    sender = Sender(91, 9812, 345678, operator)
+    return Reply(Message("m1", "56767", "919812345678", "HI", 0.0, origin, sender=sender), "Thanks")
 
 
 async def test_a_reply_for_another_nodes_bind_is_sent_by_that_node(nc: Any) -> None:
@@ -79,23 +84,27 @@ async def test_a_reply_for_another_nodes_bind_is_sent_by_that_node(nc: Any) -> N
     responder = ReplyResponder(nc, b_binds, me="b", subject_prefix=prefix)
     await responder.start()
     try:
-        on_a = ClusterReplyChannel(a_binds, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        on_a = ClusterReplyChannel(
+            a_binds, directory, NatsRequests(nc, subject_prefix=prefix, timeout_s=5), me="a"
+        )
         # Its own bind: sent locally.
         local = await on_a.send(reply("smpp:airtel-dl"))
         assert local.refs == ["smsc-1"] and len(a_binds.sent) == 1 and not b_binds.sent
         # Node b's bind: sent by b, with b's SMSC ref coming back for delivery receipts.
         remote = await on_a.send(reply("smpp:jio-mh"))
         assert remote.refs == ["smsc-1"] and remote.detail.startswith("via b")
-        assert [r.origin for r in b_binds.sent] == ["smpp:jio-mh"]
+        assert [r.message.origin for r in b_binds.sent] == ["smpp:jio-mh"]
         # A bind gone from every node, but the operator is known: another bind of that operator.
         b_binds.binds["jio-up"] = "jio"
         directory = Directory([node("a", a_binds.binds), node("b", {"jio-up": "jio"})])
-        on_a = ClusterReplyChannel(a_binds, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        on_a = ClusterReplyChannel(
+            a_binds, directory, NatsRequests(nc, subject_prefix=prefix, timeout_s=5), me="a"
+        )
         await on_a.send(reply("smpp:jio-mh", operator="jio"))
         assert len(b_binds.sent) == 2
         # No node can send it: a retryable failure, nothing sent.
         with pytest.raises(ReplyError) as info:
-            await ClusterReplyChannel(None, directory, nc, me="a", subject_prefix=prefix).send(
+            await ClusterReplyChannel(None, directory, NatsRequests(nc, subject_prefix=prefix), me="a").send(
                 reply("smpp:vi-ka", operator="vi")
             )
         assert info.value.retryable
@@ -110,7 +119,9 @@ async def test_the_other_nodes_refusal_comes_back_as_it_was(nc: Any) -> None:
     responder = ReplyResponder(nc, b_binds, me="b", subject_prefix=prefix)
     await responder.start()
     try:
-        on_a = ClusterReplyChannel(None, directory, nc, me="a", subject_prefix=prefix, timeout_s=5)
+        on_a = ClusterReplyChannel(
+            None, directory, NatsRequests(nc, subject_prefix=prefix, timeout_s=5), me="a"
+        )
         with pytest.raises(ReplyError, match="ESME_RINVDSTADR") as info:
             await on_a.send(reply("smpp:jio-mh"))
         assert not info.value.retryable
@@ -120,3 +131,21 @@ async def test_the_other_nodes_refusal_comes_back_as_it_was(nc: Any) -> None:
     with pytest.raises(ReplyError, match="gone") as gone:
         await on_a.send(reply("smpp:jio-mh"))
     assert gone.value.retryable
+
+
+async def test_a_replys_dlt_ids_travel_to_the_node_that_sends_it(nc: Any) -> None:
+    prefix = f"mogwt.{secrets.token_hex(4)}.reply"
+    b_binds = FakeBinds({"jio-mh": "jio"})
+    directory = Directory([node("a", {}), node("b", b_binds.binds)])
+    responder = ReplyResponder(nc, b_binds, me="b", subject_prefix=prefix)
+    await responder.start()
+    try:
+        on_a = ClusterReplyChannel(
+            None, directory, NatsRequests(nc, subject_prefix=prefix, timeout_s=5), me="a"
+        )
+        ids = DltIds("1201159178420181234", "1107161234567890001")
+        await on_a.send(replace(reply("smpp:jio-mh", "jio"), dlt=ids))
+        await on_a.send(reply("smpp:jio-mh"))
+    finally:
+        await responder.stop()
+    assert [r.dlt for r in b_binds.sent] == [ids, None]

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from cluster_harness import NATS_URL
 
-from mogateway.core.timeline import EventKind, State
-from mogateway.queue.jetstream import JetStreamQueue
-from mogateway.service.app import queued_from_record
+from mogateway.core.message import Message, Sender
+from mogateway.core.timeline import Change, Event, EventKind
+from mogateway.edges.queue.jetstream import JetStreamQueue
+from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.service.sweeper import Sweeper
-from mogateway.storage.journal import NewMessage
-from mogateway.storage.sqlite import SqliteJournal
+
+SENDER = Sender(91, 9812, 345678)
 
 
 @pytest.fixture
@@ -49,23 +50,19 @@ async def test_old_stranded_mo_is_published_once_and_again_only_when_gone(
     try:
         await journal.store(
             [
-                NewMessage(
+                Message(
                     "m1",
-                    "http",
-                    "s1",
                     "56767",
                     "919812345678",
                     "VOTE",
                     time.time(),
-                    State.QUEUED,
-                    91,
-                    98123,
-                    45678,
+                    source_id="s1",
+                    sender=Sender(91, 9812, 345678),
                 )
             ]
         )
         # Older than the (1 s) duplicate window: only the stream's contents can say whether it is there.
-        sweeper = Sweeper(journal, queue, queued_from_record, after_s=0.0, interval_s=1, duplicate_window_s=1)
+        sweeper = Sweeper(journal, queue, after_s=0.0, interval_s=1, duplicate_window_s=1)
         assert await sweeper.sweep_once() == 1
         first = await asyncio.wait_for(queue.get(), 5)
         assert first.item.id == "m1" and first.redelivered  # the dispatcher checks the journal first
@@ -80,5 +77,70 @@ async def test_old_stranded_mo_is_published_once_and_again_only_when_gone(
         await again.ack()
         kinds = [e.kind for e in await journal.timeline("m1")]
         assert kinds.count(EventKind.RECOVERED) == 2
+    finally:
+        await journal.close()
+
+
+async def test_a_stranded_backlog_larger_than_a_page_is_all_published_once(
+    queue: JetStreamQueue, tmp_path: Path
+) -> None:
+    """2,500 stranded MOs, pages of 1,000: the sweeper walks on from where it stopped, so three rounds
+    publish every one of them once (a page read from the start every round would only ever see the
+    first 1,000 when those cannot be published)."""
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        now = time.time()
+        ids = [f"m{i:05d}" for i in range(2_500)]
+        await journal.store(
+            [
+                Message(i, "56767", "919812345678", "VOTE", now, source_id=i, sender=Sender(91, 9812, 345678))
+                for i in ids
+            ]
+        )
+        # Older than the 1 s duplicate window plus the sweeper's 5 s clock margin, so that the stream's
+        # oldest message (published by the first round) proves the others are not in it.
+        await asyncio.sleep(6.5)
+        sweeper = Sweeper(journal, queue, after_s=0.0, interval_s=1, duplicate_window_s=1, page=1000)
+        rounds = [await sweeper.sweep_once() for _ in range(3)]
+        assert rounds == [1000, 1000, 500]
+        published: list[str] = []
+        while len(published) < len(ids):
+            delivery = await asyncio.wait_for(queue.get(), 10)
+            published.append(delivery.item.id)
+            await delivery.ack()
+        assert sorted(published) == ids  # each once
+    finally:
+        await journal.close()
+
+
+async def test_an_answered_mo_whose_node_died_is_published_again_under_a_new_id(
+    queue: JetStreamQueue, tmp_path: Path
+) -> None:
+    """Its queue entry was acknowledged when its answer was recorded, and JetStream still remembers that
+    entry's id (the duplicate window): a republish under the same id would be dropped and its reply
+    never sent. A touched one (its node is alive and holds it) is left alone."""
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        now = time.time()
+        await journal.store(
+            [Message(m, "56767", "919812345678", "BAL", now, sender=SENDER) for m in ("dead", "alive")]
+        )
+        answer = Event(EventKind.OUTCOME, now, {"outcome": "reply"})
+        await journal.apply([Change(m, answer, reply_text="hi") for m in ("dead", "alive")])
+        await queue.put([Message("dead", "56767", "919812345678", "BAL", now, sender=SENDER)])
+        first = await asyncio.wait_for(queue.get(), 5)
+        await first.ack()  # as the dispatcher does once the outcome is recorded
+        await asyncio.sleep(1.2)
+        await journal.touch(["alive"])
+        sweeper = Sweeper(journal, queue, after_s=1.0, interval_s=1, duplicate_window_s=120)
+        assert await sweeper.sweep_once() == 1
+        again = await asyncio.wait_for(queue.get(), 5)
+        assert again.item.id == "dead" and again.redelivered
+        await again.ack()
+        assert await sweeper.sweep_once() == 0  # its updated_at moved: not again until unchanged again
+        kinds = [e.kind for e in await journal.timeline("dead")]
+        assert kinds.count(EventKind.RECOVERED) == 1
     finally:
         await journal.close()

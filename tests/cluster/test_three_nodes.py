@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-import asyncpg
 import httpx
 import pytest
-from cluster_harness import Cluster, running_cluster
+from cluster_harness import Pusher, journal_facts, register_client, running_cluster, wait_until_finished
 
-from mogateway.core.timeline import State
-from mogateway.storage.journal import NewMessage, id_for_source
-from mogateway.storage.postgres import PostgresJournal
+from mogateway.core.message import Message, Sender, id_for_source
+from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 pytestmark = pytest.mark.slow
@@ -30,68 +26,6 @@ pytestmark = pytest.mark.slow
 TOTAL = 240
 BATCH = 10
 REPLY = "Thanks for voting"
-
-
-def _register_client(cluster: Cluster, callback_url: str) -> None:
-    resp = httpx.post(
-        cluster.nodes[0].url + "/v1/clients",
-        json={"name": "tv vote", "shortcodes": ["56767"], "callback_url": callback_url},
-        headers=cluster.admin(),
-        timeout=10,
-    )
-    assert resp.status_code == 201, resp.text
-
-
-def _mo(n: int) -> dict[str, Any]:
-    return {"id": f"op-{n}", "shortcode": "56767", "msisdn": f"98{n:08d}", "message": f"VOTE {n}"}
-
-
-class Pusher:
-    """Pushes batches round-robin over the nodes; a batch a dead node refused goes to the next node."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.accepted: dict[str, str] = {}  # source id -> message id
-        self.lock = threading.Lock()
-        self.retried = 0
-
-    def push(self, start: int) -> None:
-        batch = [_mo(n) for n in range(start, start + BATCH)]
-        nodes = self.cluster.nodes
-        for attempt in range(len(nodes) * 2):
-            node = nodes[(start // BATCH + attempt) % len(nodes)]
-            try:
-                resp = httpx.post(
-                    node.url + "/v1/inbound/batch", json=batch, headers=self.cluster.ingest(), timeout=10
-                )
-            except httpx.HTTPError:
-                with self.lock:
-                    self.retried += 1
-                continue  # the same source ids on another node are the same messages
-            assert resp.status_code in (200, 202, 207), resp.text
-            results = resp.json()
-            results = results.get("results", results) if isinstance(results, dict) else results
-            with self.lock:
-                for mo, res in zip(batch, results, strict=True):
-                    assert res["state"] != "rejected", res
-                    self.accepted[mo["id"]] = res["id"]
-            return
-        raise AssertionError(f"no node accepted batch {start}")
-
-
-async def _journal_facts(database: str) -> tuple[dict[str, int], dict[str, int], int]:
-    conn = await asyncpg.connect(database)
-    try:
-        states = dict(await conn.fetch("SELECT state, count(*) FROM messages GROUP BY state"))
-        replies = dict(
-            await conn.fetch(
-                "SELECT message_id, count(*) FROM events WHERE kind='reply_submitted' GROUP BY message_id"
-            )
-        )
-        recovered = await conn.fetchval("SELECT count(*) FROM events WHERE kind='recovered'")
-        return states, replies, int(recovered)
-    finally:
-        await conn.close()
 
 
 async def _store_without_publishing(database: str) -> str:
@@ -102,20 +36,15 @@ async def _store_without_publishing(database: str) -> str:
         message_id = id_for_source("http:stranded-1")
         await journal.store(
             [
-                NewMessage(
+                Message(
                     id=message_id,
                     origin="http",
                     source_id="stranded-1",
                     shortcode="56767",
                     msisdn="919876500000",
-                    message="VOTE stranded",
+                    text="VOTE stranded",
                     received_at=time.time(),
-                    state=State.QUEUED,
-                    cc=91,
-                    ndc=98765,
-                    sn=0,
-                    operator="",
-                    circle="",
+                    sender=Sender(91, 9876, 500000),
                 )
             ]
         )
@@ -124,29 +53,17 @@ async def _store_without_publishing(database: str) -> str:
         await journal.close()
 
 
-def _wait_until_finished(database: str, expected: int, timeout: float) -> dict[str, int]:
-    deadline = time.monotonic() + timeout
-    states: dict[str, int] = {}
-    while time.monotonic() < deadline:
-        states, _, _ = asyncio.run(_journal_facts(database))
-        unfinished = sum(states.get(s, 0) for s in ("queued", "dispatching", "answered"))
-        if sum(states.values()) >= expected and unfinished == 0:
-            return states
-        time.sleep(0.5)
-    raise AssertionError(f"messages still unfinished after {timeout} s: {states}")
-
-
 def test_three_nodes_survive_a_sigkill_with_one_reply_per_answer(tmp_path: Path) -> None:
     started = time.monotonic()
     with (
         CallbackRecorder.in_thread(Answer.late(0.2, REPLY)) as app,
         running_cluster(tmp_path, 3) as cluster,
     ):
-        _register_client(cluster, app.url)
+        register_client(cluster, app.url)
         time.sleep(2.5)  # every node's registry picks the new client up (it refreshes every 2 s)
         stranded = asyncio.run(_store_without_publishing(cluster.database))
 
-        pusher = Pusher(cluster)
+        pusher = Pusher(cluster, BATCH)
         victim = cluster.nodes[1]
         with ThreadPoolExecutor(6) as pool:
             first = list(pool.map(pusher.push, range(0, TOTAL // 2, BATCH)))
@@ -158,8 +75,8 @@ def test_three_nodes_survive_a_sigkill_with_one_reply_per_answer(tmp_path: Path)
         victim.start()
         victim.wait_ready()
 
-        states = _wait_until_finished(cluster.database, TOTAL + 1, timeout=40)
-        _, replies, recovered = asyncio.run(_journal_facts(cluster.database))
+        states = wait_until_finished(cluster.database, TOTAL + 1, timeout=40)
+        _, replies, recovered = asyncio.run(journal_facts(cluster.database))
 
         calls_by_id: collections.Counter[str] = collections.Counter()
         ids_by_content: dict[str, set[str]] = collections.defaultdict(set)
@@ -183,6 +100,7 @@ def test_three_nodes_survive_a_sigkill_with_one_reply_per_answer(tmp_path: Path)
         assert recovered > 0
 
         nodes = httpx.get(cluster.nodes[0].url + "/v1/nodes", headers=cluster.admin(), timeout=5).json()
-        assert sorted(n["name"] for n in nodes["nodes"]) == ["node1", "node2", "node3"]
+        names = sorted(n["name"] for n in nodes["nodes"])  # each node runs two workers, each a node
+        assert names == [f"node{n}/w{w}" for n in (1, 2, 3) for w in (0, 1)]
         assert httpx.get(cluster.nodes[0].url + "/v1/nodes", timeout=5).status_code == 401
     assert time.monotonic() - started < 90

@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 from mogateway.core.numbering import OperatorCircle, SeriesTable, normalize_operator
+from mogateway.edges.numbering_files import load_series
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "build_series.py"
 
@@ -84,6 +85,6 @@ def test_prefixes_longer_than_five_digits_stop_the_build(build: ModuleType) -> N
 def test_rendered_csv_loads_back(build: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "series.csv"
     path.write_text(build.render_csv(build.build_rows(SOURCE)), encoding="utf-8")
-    table = SeriesTable.from_csv(path)
+    table = load_series(path)
     assert len(table) == 103
     assert table.lookup("919261212345") == OperatorCircle("vi", "")

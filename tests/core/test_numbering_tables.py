@@ -1,113 +1,53 @@
-"""Series table, ported-numbers CSV and the order of trust that builds ``sender``."""
+"""Series table, ported numbers and the order of trust that builds ``sender``, from rows already read."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from mogateway.core.contract import Sender
 from mogateway.core.numbering import (
-    CsvPortedResolver,
     NumberingDataError,
     OperatorCircle,
+    PortedTable,
     SenderResolver,
     SeriesTable,
 )
 
-
-def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
 # ------------------------------------------------------------------------------------------- series
 
 
-def test_shipped_table_answers_the_original_allocatee() -> None:
-    table = SeriesTable.shipped()
-    assert len(table) > 3000
-    assert table.source == "shipped"
-    assert table.lookup("919810012345") == OperatorCircle("airtel", "")  # 9810: Airtel
-    assert SeriesTable.shipped() is table  # loaded once
-
-
-def test_shipped_table_splits_a_four_digit_series_at_the_fifth_digit() -> None:
-    table = SeriesTable.shipped()
-    assert table.lookup("917229012345") == OperatorCircle("airtel", "")  # 72290
-    assert table.lookup("917229812345") == OperatorCircle("vi", "")  # 72298 (Vodafone)
-    assert table.lookup("917229112345") is None  # 72291: no allocatee in the source
-
-
-def test_shipped_table_holds_only_four_and_five_digit_prefixes_with_ids() -> None:
-    text = (Path(__file__).parents[2] / "src/mogateway/data/series_in.csv").read_text(encoding="utf-8")
-    rows = [line.split(",") for line in text.splitlines() if line and not line.startswith("#")][1:]
-    assert {len(prefix) for prefix, _, _ in rows} == {4, 5}
-    assert {op for _, op, _ in rows} <= {"jio", "airtel", "vi", "bsnl", "mtnl", "aircel", "stel"}
-    assert {circle for _, _, circle in rows} == {""}
-
-
-def test_own_series_csv_with_circles_and_longest_prefix(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "series.csv",
-        "\ufeffprefix,operator,circle\n"  # a spreadsheet's byte-order mark
-        "# own allotments\n"
-        "7229,Vodafone,UP East\n"
-        "72290,Airtel,DL\n"
-        "\n"
-        "98100,jio\n"  # circle column may be left out
-        "98101,,\n",  # a block known not to be 9810's operator
-    )
-    table = SeriesTable.from_csv(path)
-    assert len(table) == 4
-    assert table.source == str(path)
+def test_series_rows_with_circles_and_longest_prefix() -> None:
+    rows = [(2, ("7229", "Vodafone", "UP East")), (3, ("72290", "Airtel", "DL")), (5, ("98101", "", ""))]
+    table = SeriesTable.from_rows(rows, source="mine")
+    assert len(table) == 3
+    assert table.source == "mine"
     assert table.lookup("917229012345") == OperatorCircle("airtel", "delhi")
     assert table.lookup("917229512345") == OperatorCircle("vi", "up-east")
-    assert table.lookup("919810012345") == OperatorCircle("jio", "")
     assert table.lookup("919810112345") == OperatorCircle("", "")
     assert table.lookup("919999912345") is None
 
 
-def test_series_csv_header_is_optional(tmp_path: Path) -> None:
-    table = SeriesTable.from_csv(write(tmp_path, "s.csv", "9810,airtel,delhi\n"))
+def test_series_rows_numbered_in_code() -> None:
+    table = SeriesTable.from_rows(enumerate([("9810", "airtel", "delhi")], 1))
     assert table.lookup("919810012345") == OperatorCircle("airtel", "delhi")
+    assert repr(table) == "SeriesTable(1 prefixes from memory)"
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "reason"),
+    ("rows", "line", "reason"),
     [
-        ("prefix,operator,circle\n981,airtel,\n", 2, "prefix '981' is not 4 or 5 digits"),
-        ("981000,airtel,\n", 1, "prefix '981000' is not 4 or 5 digits"),
-        ("98a0,airtel,\n", 1, "prefix '98a0' is not 4 or 5 digits"),
-        ("9810,airtel,\n# c\n9810,jio,\n", 3, "prefix 9810 already given on line 1"),
-        ("9810,airtel,delhi,extra\n", 1, "4 columns, expected at most 3"),
-        ('9810,"airtel\n', 1, "not a readable UTF-8 CSV file"),
+        ([(7, ("981", "airtel", ""))], 7, "prefix '981' is not 4 or 5 digits"),
+        ([(1, ("98a0", "airtel", ""))], 1, "prefix '98a0' is not 4 or 5 digits"),
+        ([(1, ("9810", "airtel", "")), (3, ("9810", "jio", ""))], 3, "prefix 9810 already given on line 1"),
     ],
 )
-def test_bad_series_rows_name_the_file_and_line(tmp_path: Path, text: str, line: int, reason: str) -> None:
-    path = write(tmp_path, "series.csv", text)
+def test_bad_series_rows_name_the_source_and_line(
+    rows: list[tuple[int, tuple[str, str, str]]], line: int, reason: str
+) -> None:
     with pytest.raises(NumberingDataError) as caught:
-        SeriesTable.from_csv(path)
-    assert caught.value.line == line
-    assert reason in caught.value.reason
-    assert str(caught.value).startswith(f"{path}:{line}: ")
-
-
-def test_series_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, "series.csv", b"9810,airtel,\n9811,\xff\xfe,\n")
-    with pytest.raises(NumberingDataError, match="not a readable UTF-8 CSV file"):
-        SeriesTable.from_csv(path)
-
-
-def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(NumberingDataError) as caught:
-        SeriesTable.from_csv(tmp_path / "nope.csv")
-    assert str(caught.value) == f"{tmp_path / 'nope.csv'}: cannot read (No such file or directory)"
+        SeriesTable.from_rows(rows, source="series.csv")
+    assert (caught.value.path, caught.value.line, caught.value.reason) == ("series.csv", line, reason)
+    assert str(caught.value) == f"series.csv:{line}: {reason}"
 
 
 def test_series_table_refuses_bad_prefixes_in_code() -> None:
@@ -118,19 +58,17 @@ def test_series_table_refuses_bad_prefixes_in_code() -> None:
 # ------------------------------------------------------------------------------------------- ported
 
 
-def test_ported_csv_accepts_any_msisdn_form_and_normalises_names(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "ported.csv",
-        "msisdn,operator,circle\n"
-        "919810012345,Reliance Jio,MU\n"
-        "+91 98100 12346,Vodafone,\n"
-        "09810012347,,\n"  # ported, destination unknown
-        "9810012348,airtel,Delhi\n"
-        "9810012348,bsnl,Kerala\n",  # ported again: the later row wins
-    )
-    ported = CsvPortedResolver(path)
+def test_ported_rows_accept_any_msisdn_form_and_the_later_row_wins() -> None:
+    rows = [
+        (1, ("919810012345", "Reliance Jio", "MU")),
+        (2, ("+91 98100 12346", "Vodafone", "")),
+        (3, ("09810012347", "", "")),  # ported, destination unknown
+        (4, ("9810012348", "airtel", "Delhi")),
+        (5, ("9810012348", "bsnl", "Kerala")),
+    ]
+    ported = PortedTable.from_rows(rows, source="ported.csv")
     assert len(ported) == 4
+    assert ported.source == "ported.csv"
     assert ported.lookup("919810012345") == OperatorCircle("jio", "mumbai")
     assert ported.lookup("919810012346") == OperatorCircle("vi", "")
     assert ported.lookup("919810012347") == OperatorCircle("", "")
@@ -138,28 +76,19 @@ def test_ported_csv_accepts_any_msisdn_form_and_normalises_names(tmp_path: Path)
     assert ported.lookup("919810099999") is None
 
 
-def test_ported_csv_header_and_trailing_columns_are_optional(tmp_path: Path) -> None:
-    ported = CsvPortedResolver(write(tmp_path, "p.csv", "919810012345,airtel\n919810012346\n"))
-    assert ported.lookup("919810012345") == OperatorCircle("airtel", "")
-    assert ported.lookup("919810012346") == OperatorCircle("", "")
-
-
-@pytest.mark.parametrize(
-    ("text", "line", "reason"),
-    [
-        ("msisdn,operator,circle\n919810012345,jio,\n+447911123456,vi,\n", 3, "not an Indian number"),
-        ("919810012345,jio,\n\n1600123456,jio,\n", 3, "1600 series"),
-        ("98100,jio,\n", 1, "wrong length"),
-        ("919810012345,jio,mumbai,x\n", 1, "4 columns"),
-    ],
-)
-def test_bad_ported_rows_name_the_file_and_line(tmp_path: Path, text: str, line: int, reason: str) -> None:
-    path = write(tmp_path, "ported.csv", text)
+def test_a_bad_ported_msisdn_names_the_source_and_line() -> None:
     with pytest.raises(NumberingDataError) as caught:
-        CsvPortedResolver(path)
-    assert caught.value.line == line
-    assert reason in str(caught.value)
-    assert str(caught.value).startswith(f"{path}:{line}: ")
+        PortedTable.from_rows([(1, ("919810012345", "jio", "")), (4, ("1600123456", "jio", ""))], "p.csv")
+    assert caught.value.line == 4
+    assert str(caught.value) == (
+        "p.csv:4: msisdn '1600123456': the 1600 series is for government voice calls, not a mobile sender"
+    )
+
+
+def test_a_resolver_has_no_default_series_table() -> None:
+    # The shipped table is read from a file, at the edge: forgetting it must fail, not go quiet.
+    with pytest.raises(TypeError):
+        SenderResolver()  # type: ignore[call-arg]
 
 
 # ------------------------------------------------------------------------------------- order of trust
@@ -188,10 +117,6 @@ def resolver(ported: dict[str, OperatorCircle] | None = None) -> SenderResolver:
 def test_sender_carries_all_five_members() -> None:
     sender = SenderResolver(series=None).sender("919810000123")
     assert sender == Sender(cc=91, ndc=9810, sn=123, operator="", circle="")
-
-
-def test_default_resolver_uses_the_shipped_table() -> None:
-    assert SenderResolver().sender(N) == Sender(91, 9810, 12345, "airtel", "")
 
 
 def test_source_values_win_and_are_normalised() -> None:
@@ -244,23 +169,3 @@ def test_series_naming_a_defunct_operator_is_ignored() -> None:
 def test_nothing_known_gives_empty_strings() -> None:
     assert resolver().resolve("917000012345") == OperatorCircle("", "")
     assert SenderResolver(series=None).resolve(N) == OperatorCircle("", "")
-
-
-def test_from_files_loads_both_csvs(tmp_path: Path) -> None:
-    series = write(tmp_path, "series.csv", "9810,airtel,delhi\n")
-    ported = write(tmp_path, "ported.csv", "919810012346,jio,mumbai\n")
-    r = SenderResolver.from_files(series_csv=series, ported_csv=ported)
-    assert r.series is not None and r.series.source == str(series)
-    assert r.resolve(N) == OperatorCircle("airtel", "delhi")
-    assert r.resolve("919810012346") == OperatorCircle("jio", "mumbai")
-    assert r.resolve("917229812345") == OperatorCircle("", "")  # own table replaces the shipped one
-
-
-def test_from_files_without_paths_uses_the_shipped_table() -> None:
-    r = SenderResolver.from_files(None, None)
-    assert r.series is SeriesTable.shipped()
-
-
-def test_from_files_reports_a_bad_file(tmp_path: Path) -> None:
-    with pytest.raises(NumberingDataError, match=r"ported\.csv:1: msisdn 'x'"):
-        SenderResolver.from_files(ported_csv=write(tmp_path, "ported.csv", "x,jio,\n"))

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from mogateway.client.simulation import SimulatedMO, simulate_many
 from mogateway.core.contract import OutcomeKind
+from mogateway.simulation import SimulatedMO, simulate_many
 
 pytestmark = pytest.mark.slow
 
@@ -28,13 +29,13 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def echo_url() -> Iterator[str]:
+@contextmanager
+def running_echo_app(**env: str) -> Iterator[str]:
+    """examples/echo_app.py in a subprocess with ``env`` added; yields its URL."""
     port = _free_port()
-    env = {**os.environ, "MOGATEWAY_CLIENT_TOKEN": "old-token,new-token"}
     process = subprocess.Popen(
         [sys.executable, str(ECHO_APP), "--port", str(port)],
-        env=env,
+        env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -53,6 +54,12 @@ def echo_url() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def echo_url() -> Iterator[str]:
+    with running_echo_app(MOGATEWAY_CLIENT_TOKEN="old-token,new-token") as url:
+        yield url
 
 
 async def test_echo_app_replies_to_both_rotated_tokens(echo_url: str) -> None:
@@ -75,3 +82,22 @@ def test_echo_app_refuses_to_start_without_a_token() -> None:
     )
     assert result.returncode == 2
     assert "give --token or set MOGATEWAY_CLIENT_TOKEN" in result.stderr
+
+
+async def test_echo_app_with_a_signing_secret_refuses_unsigned_callbacks() -> None:
+    secret = "echo-signing-secret-0123456789-abcdefghij"
+    with running_echo_app(
+        MOGATEWAY_CLIENT_TOKEN="tok", MOGATEWAY_SIGNING_SECRET=f"newer-secret,{secret}"
+    ) as url:
+        signed = await simulate_many(
+            url,
+            SimulatedMO("HELLO", "tok", signing_secrets=(secret,)),
+            repeat=1,
+            concurrency=1,
+            deadline_s=10,
+        )
+        assert signed.exchanges[0].outcome.reply == "You said: HELLO"
+        unsigned = await simulate_many(
+            url, SimulatedMO("HELLO", "tok"), repeat=1, concurrency=1, deadline_s=10
+        )
+        assert unsigned.exchanges[0].outcome.status == 401

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 import httpx
+import pytest
 
 from mogateway.testing.callback_apps import serve_wsgi
 from mogateway.testing.payloads import make_callback, make_message
@@ -33,3 +34,16 @@ def test_tracker_over_http(flask_tracker: ModuleType) -> None:
         body, headers = make_callback("TRACK A1001", token=TOKEN)
         bad = httpx.post(base + "/sms", content=body[:-5], headers=headers)
         assert bad.status_code == 422 and bad.json()["field"] == "body"
+
+
+def test_tracker_verifies_signatures_when_given_a_secret(
+    flask_tracker: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOGATEWAY_SIGNING_SECRET", "tracker-signing-secret-0123456789-abcdef")
+    with serve_wsgi(flask_tracker.create_app([TOKEN])) as base:
+        body, headers = make_callback(
+            "TRACK A1001", token=TOKEN, signing_secret="tracker-signing-secret-0123456789-abcdef"
+        )
+        assert httpx.post(base + "/sms", content=body, headers=headers).text.startswith("Order A1001")
+        unsigned = httpx.post(base + "/sms", content=body, headers={"authorization": f"Bearer {TOKEN}"})
+        assert unsigned.status_code == 401 and unsigned.json()["reason"] == "missing"

@@ -8,6 +8,7 @@ coroutine on the gateway's loop (:meth:`InProcessGateway.run`) for the few thing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ import httpx
 
 from mogateway.api.app import create_app
 from mogateway.config import Settings
-from mogateway.service.app import Gateway
+from mogateway.node import Gateway
 
 T = TypeVar("T")
 
@@ -40,6 +41,7 @@ FINAL = frozenset(
         "delivered",
         "undelivered",
         "reply_failed",
+        "reply_blocked",
         "no_reply",
         "timed_out",
         "http_error",
@@ -258,10 +260,18 @@ class ServeProcess:
         return self.stderr_path.read_text(errors="replace")
 
     def kill(self) -> None:
-        """SIGKILL: no shutdown code runs, as in a power cut of the process."""
+        """SIGKILL to the gateway and its worker processes at once (its own process group): no shutdown
+        code runs anywhere, as in a power cut of the machine."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+
+    def kill_worker(self, index: int) -> int:
+        """SIGKILL one worker process (the supervisor starts it again); its pid."""
+        pid = worker_pids(self.process.pid)[index]
+        os.kill(pid, signal.SIGKILL)
+        return pid
 
     def stop(self) -> int:
         """SIGTERM and wait (a graceful stop); falls back to SIGKILL."""
@@ -274,19 +284,49 @@ class ServeProcess:
         return self.process.returncode
 
 
+def worker_pids(supervisor: int) -> dict[int, int]:
+    """The worker processes of a ``mogateway serve --workers N`` (index -> pid), from /proc."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat_fields[1]) != supervisor:
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if b"--worker-seat" in argv:
+            seat = argv[argv.index(b"--worker-seat") + 1].decode()
+            found[int(seat.split(":", 1)[0])] = int(entry.name)
+    return found
+
+
 def start_serve(
-    workdir: Path, env: dict[str, str], *, log_name: str = "serve", timeout: float = 30.0
+    workdir: Path,
+    env: dict[str, str],
+    *,
+    log_name: str = "serve",
+    timeout: float = 30.0,
+    preexec_fn: Callable[[], None] | None = None,
+    args: Sequence[str] = (),
 ) -> ServeProcess:
-    """Start ``mogateway serve`` in ``workdir`` on a free port and wait until /healthz answers."""
+    """Start ``mogateway serve`` in ``workdir`` on a free port and wait until /healthz answers.
+
+    ``preexec_fn`` runs in the child before the gateway starts (e.g. to lower its resource limits);
+    ``args`` are more options of ``serve`` (``--workers 3``)."""
     port = free_port()
     stderr_path = workdir / f"{log_name}.stderr"
     with stderr_path.open("wb") as err:
         process = subprocess.Popen(
-            [*mogateway_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [*mogateway_command(), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
             cwd=workdir,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=err,
+            preexec_fn=preexec_fn,
+            start_new_session=True,  # its own process group: kill() reaches every worker
         )
     url = f"http://127.0.0.1:{port}"
     running = ServeProcess(process, url, stderr_path)
@@ -310,14 +350,11 @@ def state_from_timeline(message: dict[str, Any]) -> str | None:
 
     Raises IllegalTransition when the gateway recorded an event the table does not allow there.
     """
-    from mogateway.core.contract import OutcomeKind
-    from mogateway.core.timeline import EventKind, State, next_state
+    from mogateway.core.timeline import Event, EventKind, fold
 
-    state: State | None = None
-    for ev in message["timeline"]:
-        if ev["event"] == "stored":  # the API's rendering of the received event's stored_at
-            continue
-        kind = EventKind(ev["event"])
-        outcome_kind = OutcomeKind(ev["outcome"]) if kind is EventKind.OUTCOME else None
-        state = next_state(state, kind, outcome_kind)
+    views = {"stored", "routed", "attempt"}  # the API's spread-out views of stored data, not events
+    events = [
+        Event(EventKind(ev["event"]), 0.0, ev) for ev in message["timeline"] if ev["event"] not in views
+    ]
+    state = fold(events)
     return None if state is None else state.value

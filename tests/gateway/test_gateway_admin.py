@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from gateway_harness import InProcessGateway, events, in_process_gateway, outcome, state_from_timeline
 
-from mogateway.service.urlguard import UrlRefused, check_callback_url
+from mogateway.core.callback_url import UrlRefused
+from mogateway.edges.urlguard import check_callback_url
 from mogateway.testing.recorder import CallbackRecorder
 
 SC = "56767"

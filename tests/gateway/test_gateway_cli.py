@@ -4,6 +4,7 @@ console script itself is exercised by test_gateway_serve.py)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -131,3 +132,63 @@ def test_ids_stay_whole_in_an_80_column_terminal(
     gw.wait_state(mid)
     assert client["id"] in run("clients", "list").stdout
     assert mid in run("messages", "list").stdout
+
+
+def test_clients_add_sign_rotate_secret_and_signing_on_off(
+    run: Any, gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    from mogateway.client import SignatureError, verify_signature
+
+    added = as_json(run("clients", "add", "--name", "signed", "-s", SC, "-u", app.url, "--sign", "--json"))
+    cid, secret = added["id"], added["signing_secret"]
+    assert added["sign_callbacks"] is True and len(secret) >= 43
+    shown = run("clients", "show", cid)
+    assert (
+        "sign_callbacks" in shown.stdout
+        and secret not in shown.stdout
+        and "shown only now" not in shown.stdout
+    )
+    gw.wait_state(gw.push(SC, "HELLO")["id"])
+    assert verify_signature(app.calls[-1].body, app.calls[-1].headers, secret)
+
+    rotated = run("clients", "rotate-secret", cid)
+    assert "signing_secret" in rotated.stdout and "signing_grace_until" in rotated.stdout
+    assert "signing secret is shown only now" in rotated.stdout
+    new_secret = as_json(run("clients", "rotate-secret", cid, "--json"))["signing_secret"]
+    gw.wait_state(gw.push(SC, "AGAIN")["id"])
+    assert verify_signature(app.calls[-1].body, app.calls[-1].headers, new_secret)
+
+    off = as_json(run("clients", "signing", cid, "--off", "--json"))
+    assert off["sign_callbacks"] is False and "signing_secret" not in off
+    refused = run("clients", "rotate-secret", cid, code=4)
+    assert "409" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    on = as_json(run("clients", "signing", cid, "--on", "--json"))
+    assert on["signing_secret"] not in (secret, new_secret)
+    gw.wait_state(gw.push(SC, "ONCE MORE")["id"])
+    with pytest.raises(SignatureError):
+        verify_signature(app.calls[-1].body, app.calls[-1].headers, new_secret)
+    assert verify_signature(app.calls[-1].body, app.calls[-1].headers, on["signing_secret"])
+
+    plain = as_json(run("clients", "add", "--name", "plain", "-s", "56768", "-u", app.url, "--json"))
+    assert plain["sign_callbacks"] is False and "signing_secret" not in plain
+
+
+def test_top_once_prints_the_overview(run: Any, gw: InProcessGateway, app: CallbackRecorder) -> None:
+    added = as_json(run("clients", "add", "--name", "vote", "-s", SC, "-u", app.url, "--json"))
+    gw.wait_state(gw.push(SC, "VOTE 1")["id"])
+    deadline = time.monotonic() + 10
+    while True:  # the sampler reads the counters once a second
+        screen = run("top", "--once", "--window", "1h").stdout
+        if "vote" in screen and "100.0 %" in screen:
+            break
+        assert time.monotonic() < deadline, screen
+    for words in ("mogateway top", "last 5 minutes", "outcomes", "http error", "queue lag", "clients"):
+        assert words in screen
+    assert added["id"] not in screen  # clients are shown by name
+    bad = run("top", "--once", "--window", "fortnight", code=4)
+    assert "window" in bad.stderr
+
+
+def test_top_says_when_the_gateway_cannot_be_reached(run: Any) -> None:
+    result = run("top", "--once", "--url", closed_port_url().rsplit("/", 1)[0], code=3)
+    assert "cannot reach the gateway" in result.stderr

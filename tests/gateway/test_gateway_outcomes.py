@@ -348,3 +348,23 @@ def test_a_client_never_has_more_callbacks_in_flight_than_its_cap(
     at = sorted(call.at for call in app.calls)
     # With at most two in flight, the third call can only start once the first answer (0.3 s) came back.
     assert all(at[i + 2] - at[i] >= 0.25 for i in range(len(at) - 2)), at
+
+
+def test_a_hanging_client_with_a_cap_above_the_global_one_leaves_room_for_the_others(
+    tmp_path: Path, app: CallbackRecorder
+) -> None:
+    """max_inflight 10, the hanging client's cap 50: it holds 9 callbacks, and the tenth slot is the
+    other client's, which is answered while all nine hang."""
+    app.answer = Answer.late(4.0)
+    with (
+        in_process_gateway(tmp_path / "j.db", max_inflight=10) as gw,
+        CallbackRecorder.in_thread(Answer.text("fast")) as fast,
+    ):
+        gw.add_client(shortcodes=["11111"], callback_url=app.url, timeout_s=5, max_concurrency=50)
+        gw.add_client(shortcodes=["22222"], callback_url=fast.url, name="fast")
+        for i in range(30):
+            gw.push("11111", f"hang {i}")
+        app.wait_for_calls(9)
+        fast_id = gw.push("22222", "quick")["id"]
+        assert gw.wait_state(fast_id, timeout=2.0)["state"] == "replied"
+        assert len(app.calls) == 9  # the hanging client never got the tenth slot

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -35,16 +36,26 @@ def cli(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
 # ------------------------------------------------------------------------------------ start-up
 
 
-def test_tokens_are_generated_once_printed_once_and_kept(tmp_path: Path, app: CallbackRecorder) -> None:
+def read_tokens_file(path: Path) -> dict[str, str]:
+    """The generated tokens file: owner-only, ``MOGATEWAY_<NAME>_TOKEN=value`` lines."""
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600, oct(path.stat().st_mode)
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
+    tmp_path: Path, app: CallbackRecorder
+) -> None:
     env = clean_env(MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true")
     first = start_serve(tmp_path, env, log_name="first")
     try:
-        printed = dict(
-            line.strip().split(" token: ", 1) for line in first.stderr().splitlines() if " token: " in line
-        )
-        assert set(printed) == {"admin", "ingest"}
-        admin, ingest = printed["admin"], printed["ingest"]
+        tokens = read_tokens_file(tmp_path / "mogateway.tokens")  # next to ./mogateway.db
+        assert set(tokens) == {"MOGATEWAY_ADMIN_TOKEN", "MOGATEWAY_INGEST_TOKEN"}
+        admin, ingest = tokens["MOGATEWAY_ADMIN_TOKEN"], tokens["MOGATEWAY_INGEST_TOKEN"]
         assert admin != ingest and len(admin) >= 32
+        # stderr is what a service manager keeps as the log: the path is there, the tokens are not.
+        assert admin not in first.stderr() and ingest not in first.stderr()
+        assert str(tmp_path / "mogateway.tokens") in first.stderr()
         gw = GatewayClient(first.url, admin_token=admin, ingest_token=ingest)
         assert gw.admin("GET", "/v1/clients").status_code == 200
         assert gw.ingest("GET", "/v1/clients").status_code == 401
@@ -65,7 +76,7 @@ def test_tokens_are_generated_once_printed_once_and_kept(tmp_path: Path, app: Ca
 
     second = start_serve(tmp_path, env, log_name="second")
     try:
-        assert " token: " not in second.stderr()
+        assert "mogateway.tokens" not in second.stderr()  # nothing generated, nothing written
         assert admin not in second.stderr() and ingest not in second.stderr()  # never printed, never logged
         gw = GatewayClient(second.url, admin_token=admin, ingest_token=ingest)
         assert gw.admin("GET", "/v1/clients").json()["clients"][0]["name"] == "echo"

@@ -69,7 +69,7 @@ def test_without_received_at_the_time_fields_are_now_and_agree(
     accepted = gw.push("56767", "HELLO")
     (call,) = app.wait_for_calls(1)
     mo = parse_callback_body(call.body)  # checks tsiso shape and that tsunix (ms) matches it
-    assert abs(mo.received_at.timestamp() - time.time()) < 10
+    assert abs(mo.received_at - time.time()) < 10
     assert len(str(call.json()["tsunix"])) == 13
     assert gw.message(accepted["id"])["received_at"] == call.json()["tsiso"]
 

@@ -15,21 +15,27 @@ from typing import Any
 import pytest
 import smpp34
 
-from mogateway.service.intake import IncomingMO, IntakeResult
-from mogateway.service.replies import Reply
-from mogateway.smpp.config import BindConfig
-from mogateway.smpp.esme import EsmeBind
-from mogateway.smpp.inbound import InboundHandler
-from mogateway.smpp.replies import SmppReplyChannel
+from mogateway.core.message import Arrival, Message, Sender
+from mogateway.core.ports import Reply, Stored
+from mogateway.core.timeline import State
+from mogateway.edges.smpp.bind import EsmeBind
+from mogateway.edges.smpp.config import BindConfig
+from mogateway.edges.smpp.inbound import InboundHandler
+from mogateway.edges.smpp.replies import SmppReplyChannel
 
+
+def reply_to(mid: str, shortcode: str, msisdn: str, text: str, origin: str, operator: str = "") -> Reply:
+    """A reply of ``text`` to the MO ``mid`` that came from ``msisdn`` to ``shortcode`` over ``origin``."""
+    sender = Sender(91, int(msisdn[2:6]), int(msisdn[6:]), operator)
+    return Reply(Message(mid, shortcode, msisdn, "MO", 0.0, origin, sender=sender), text)
 
 @dataclass
 class RecordingIntake:
-    stored: list[IncomingMO] = field(default_factory=list)
+    stored: list[Arrival] = field(default_factory=list)
 
-    async def accept(self, items: Sequence[IncomingMO]) -> list[IntakeResult]:
+    async def accept(self, items: Sequence[Arrival]) -> list[Stored]:
         self.stored.extend(items)
-        return [IntakeResult(id=str(i), state="queued") for i, _ in enumerate(items)]
+        return [Stored(id=str(i), state=State.QUEUED, duplicate=False) for i, _ in enumerate(items)]
 
 
 class NoJournal:
@@ -96,8 +102,9 @@ async def test_mo_with_vendor_tlvs_from_smpp34(peer: Peer) -> None:
         tlvs=[smpp34.Tlv(0x1400, b"vendor"), smpp34.Tlv(smpp34.TLV_RECEIPTED_MESSAGE_ID, b"smsc-77\x00")],
     )
     assert resp.is_success
-    (mo,) = peer.intake.stored
-    assert (mo.msisdn, mo.shortcode, mo.message, mo.operator) == (
+    (arrival,) = peer.intake.stored
+    mo = arrival.message
+    assert (mo.msisdn, mo.shortcode, mo.text, arrival.operator) == (
         "919810012345",
         "56767",
         "hello from smpp34",
@@ -124,7 +131,7 @@ async def test_long_ucs2_mo_in_sar_parts_from_smpp34(peer: Peer) -> None:
 
     results = await asyncio.gather(part(2), part(0), part(1))
     assert all(results)
-    assert [m.message for m in peer.intake.stored] == [text]
+    assert [a.message.text for a in peer.intake.stored] == [text]
 
 
 async def test_reply_reaches_smpp34_with_dlt_tlvs(peer: Peer) -> None:
@@ -140,7 +147,7 @@ async def test_reply_reaches_smpp34_with_dlt_tlvs(peer: Peer) -> None:
         return seen
 
     watcher = asyncio.create_task(smsc_side())
-    submitted = await channel.send(Reply("m1", "56767", "919810012345", "Z" * 200, "smpp:peer", "jio"))
+    submitted = await channel.send(reply_to("m1", "56767", "919810012345", "Z" * 200, "smpp:peer", "jio"))
     seen = await watcher
     assert submitted.refs == ["sm34-1", "sm34-2"]
     for number, event in enumerate(seen, start=1):

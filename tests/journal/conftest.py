@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mogateway.storage.journal import Journal
-from mogateway.storage.postgres import PostgresJournal
-from mogateway.storage.sqlite import SqliteJournal
+from mogateway.core.ports import Journal
+from mogateway.edges.storage.postgres import PostgresJournal
+from mogateway.edges.storage.sqlite import SqliteJournal
 from postgres_databases import throwaway_database, truncate_all
 
 

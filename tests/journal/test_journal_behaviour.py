@@ -5,54 +5,45 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
-from mogateway.core.timeline import EventKind, State
-from mogateway.storage.journal import (
-    Change,
-    ClientRecord,
-    Event,
-    Journal,
-    MessageFilter,
-    NewMessage,
-    new_message_id,
-)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-PENDING = frozenset({State.QUEUED, State.DISPATCHING})
-ANSWERED = frozenset({State.ANSWERED})
+from mogateway.core.clients import ClientRecord
+from mogateway.core.message import Message, Rejection, Sender
+from mogateway.core.ports import Journal, MessageFilter
+from mogateway.core.timeline import TABLE, Change, Event, EventKind, IllegalTransition, State, transition
 
 
 def mo(
-    message_id: str | None = None,
+    message_id: str,
     *,
-    state: State = State.QUEUED,
+    rejected: Rejection | None = None,
     shortcode: str = "56767",
     msisdn: str = "919812345678",
     received_at: float | None = None,
-    reason: str = "",
-    field: str = "",
-) -> NewMessage:
-    return NewMessage(
-        id=message_id or new_message_id(),
-        origin="http",
-        source_id="src-" + (message_id or "x"),
+) -> Message:
+    return Message(
+        id=message_id,
         shortcode=shortcode,
         msisdn=msisdn,
-        message="VOTE 7",
+        text="VOTE 7",
         received_at=received_at if received_at is not None else time.time(),
-        state=state,
-        cc=91 if state is State.QUEUED else None,
-        ndc=98123 if state is State.QUEUED else None,
-        sn=45678 if state is State.QUEUED else None,
-        operator="airtel" if state is State.QUEUED else "",
-        circle="DL" if state is State.QUEUED else "",
-        reason=reason,
-        reason_field=field,
+        origin="http",
+        source_id="src-" + message_id,
+        sender=None if rejected else Sender(91, 9812, 345678, "airtel", "DL"),
+        rejection=rejected,
         notes=("first",),
     )
 
 
-def ev(kind: EventKind, **data: object) -> Event:
+def ev(kind: EventKind, **data: Any) -> Event:
     return Event(kind, time.time(), dict(data))
+
+
+def outcome(kind: str, **data: Any) -> Event:
+    return ev(EventKind.OUTCOME, outcome=kind, **data)
 
 
 # ------------------------------------------------------------------------------------------ store
@@ -64,52 +55,41 @@ async def test_store_then_get_returns_every_field(journal: Journal) -> None:
     assert (res.id, res.state, res.duplicate) == ("m1", State.QUEUED, False)
     rec = await journal.get("m1")
     assert rec is not None
-    assert (rec.origin, rec.source_id, rec.shortcode, rec.msisdn, rec.message) == (
-        "http",
-        "src-m1",
-        "56767",
-        "919812345678",
-        "VOTE 7",
-    )
-    assert (rec.cc, rec.ndc, rec.sn, rec.operator, rec.circle) == (91, 98123, 45678, "airtel", "DL")
-    assert rec.received_at == 1_700_000_000.25
+    assert rec.message == m  # every field of the one message type comes back as it went in
     assert rec.state is State.QUEUED and rec.client_id is None and rec.reply_text is None
-    assert rec.stored_at >= rec.received_at and rec.updated_at == rec.stored_at
+    assert rec.stored_at >= m.received_at and rec.updated_at == rec.stored_at
     (first,) = await journal.timeline("m1")
-    assert first.kind is EventKind.RECEIVED
-    assert first.data["origin"] == "http" and first.data["source_id"] == "src-m1"
-    assert first.data["notes"] == ["first"]
+    assert first.kind is EventKind.RECEIVED and first.at == m.received_at
+    assert first.data == {
+        "origin": "http",
+        "source_id": "src-m1",
+        "notes": ["first"],
+        "stored_at": rec.stored_at,
+    }
     assert await journal.get("unknown") is None
     assert await journal.timeline("unknown") == []
 
 
 async def test_storing_an_id_again_returns_the_stored_state_and_adds_nothing(journal: Journal) -> None:
     await journal.store([mo("m1")])
-    await journal.apply([Change("m1", [ev(EventKind.OUTCOME, outcome="blank")], State.NO_REPLY, PENDING)])
+    await journal.apply([Change("m1", outcome("blank"))])
     (again,) = await journal.store([mo("m1", shortcode="99999")])
     assert (again.state, again.duplicate) == (State.NO_REPLY, True)
     rec = await journal.get("m1")
-    assert rec is not None and rec.shortcode == "56767"
+    assert rec is not None and rec.message.shortcode == "56767"
     assert [e.kind for e in await journal.timeline("m1")] == [EventKind.RECEIVED, EventKind.OUTCOME]
 
 
 async def test_a_rejected_duplicate_carries_its_first_reason(journal: Journal) -> None:
-    bad = mo("r1", state=State.REJECTED, reason="not an Indian mobile number", field="msisdn")
-    (first,) = await journal.store([bad])
-    assert (first.state, first.duplicate, first.reason, first.reason_field) == (
-        State.REJECTED,
-        False,
-        "not an Indian mobile number",
-        "msisdn",
-    )
-    (again,) = await journal.store([mo("r1", state=State.REJECTED, reason="other", field="x")])
-    assert (again.duplicate, again.reason, again.reason_field) == (
-        True,
-        "not an Indian mobile number",
-        "msisdn",
-    )
+    why = Rejection("msisdn", "not an Indian mobile number")
+    (first,) = await journal.store([mo("r1", rejected=why)])
+    assert (first.state, first.duplicate, first.rejection) == (State.REJECTED, False, why)
+    (again,) = await journal.store([mo("r1", rejected=Rejection("x", "other"))])
+    assert (again.duplicate, again.rejection) == (True, why)
     (event,) = await journal.timeline("r1")
-    assert event.kind is EventKind.REJECTED and event.data["reason"] == "not an Indian mobile number"
+    assert event.kind is EventKind.REJECTED and event.data["reason"] == why.reason
+    rec = await journal.get("r1")
+    assert rec is not None and rec.message.rejection == why and rec.message.sender is None
 
 
 async def test_the_same_id_twice_in_one_batch_is_stored_once(journal: Journal) -> None:
@@ -130,18 +110,11 @@ async def test_concurrent_stores_of_many_batches_all_land(journal: Journal) -> N
 # ------------------------------------------------------------------------------------------ apply
 
 
-async def test_compare_and_set_applies_only_from_the_expected_states(journal: Journal) -> None:
+async def test_a_change_applies_only_where_the_table_allows_it(journal: Journal) -> None:
     await journal.store([mo("m1")])
-    outcome = Change(
-        "m1",
-        [ev(EventKind.OUTCOME, outcome="reply", reply="thanks")],
-        State.ANSWERED,
-        expect=PENDING,
-        client_id="cl_1",
-        reply_text="thanks",
-    )
-    assert await journal.apply([outcome]) == [True]
-    assert await journal.apply([outcome]) == [False]  # already answered: not pending any more
+    answer = Change("m1", outcome("reply", reply="thanks"), client_id="cl_1", reply_text="thanks")
+    assert await journal.apply([answer]) == [True]
+    assert await journal.apply([answer]) == [False]  # answered: an outcome may only follow queued
     rec = await journal.get("m1")
     assert rec is not None
     assert (rec.state, rec.client_id, rec.reply_text) == (State.ANSWERED, "cl_1", "thanks")
@@ -150,14 +123,18 @@ async def test_compare_and_set_applies_only_from_the_expected_states(journal: Jo
     assert [e.kind for e in await journal.timeline("m1")] == [EventKind.RECEIVED, EventKind.OUTCOME]
 
 
-async def test_a_change_for_an_unknown_message_with_expect_is_refused(journal: Journal) -> None:
-    assert await journal.apply([Change("ghost", [ev(EventKind.NOTE)], State.ANSWERED, PENDING)]) == [False]
+async def test_a_change_for_an_unknown_message_is_refused(journal: Journal) -> None:
+    assert await journal.apply([Change("ghost", ev(EventKind.NOTE))]) == [False]
     assert await journal.timeline("ghost") == []
 
 
-async def test_events_without_a_state_are_always_appended_and_keep_the_state(journal: Journal) -> None:
-    await journal.store([mo("m1")])
-    assert await journal.apply([Change("m1", [ev(EventKind.RECOVERED, resume="dispatch")])]) == [True]
+async def test_events_that_keep_the_state_are_appended_only_where_allowed(journal: Journal) -> None:
+    await journal.store([mo("m1"), mo("m2")])
+    await journal.apply([Change("m2", outcome("blank"))])
+    results = await journal.apply(
+        [Change("m1", ev(EventKind.RECOVERED, resume="dispatch")), Change("m2", ev(EventKind.RECOVERED))]
+    )
+    assert results == [True, False]  # recovered: only while unfinished (the sweeper's compare-and-set)
     rec = await journal.get("m1")
     assert rec is not None and rec.state is State.QUEUED
 
@@ -166,11 +143,11 @@ async def test_several_changes_to_one_message_apply_in_order(journal: Journal) -
     await journal.store([mo("m1"), mo("m2")])
     results = await journal.apply(
         [
-            Change("m1", [ev(EventKind.ROUTED, client_id="c")], State.DISPATCHING, PENDING),
-            Change("m2", [ev(EventKind.OUTCOME, outcome="blank")], State.NO_REPLY, PENDING),
-            Change("m1", [ev(EventKind.OUTCOME, outcome="reply")], State.ANSWERED, PENDING, reply_text="hi"),
-            Change("m1", [ev(EventKind.REPLY_SUBMITTED, n=1)], State.REPLIED, ANSWERED, reply_refs=["ref-1"]),
-            Change("m2", [ev(EventKind.REPLY_SUBMITTED, n=2)], State.REPLIED, ANSWERED),
+            Change("m2", outcome("blank")),
+            Change("m1", outcome("reply"), reply_text="hi"),
+            Change("m1", ev(EventKind.REPLY_SENDING)),
+            Change("m1", ev(EventKind.REPLY_SUBMITTED, n=1), reply_refs=("ref-1",)),
+            Change("m2", ev(EventKind.REPLY_SUBMITTED, n=2)),
         ]
     )
     assert results == [True, True, True, True, False]
@@ -179,19 +156,18 @@ async def test_several_changes_to_one_message_apply_in_order(journal: Journal) -
     assert rec2 is not None and rec2.state is State.NO_REPLY
     assert [e.kind for e in await journal.timeline("m1")] == [
         EventKind.RECEIVED,
-        EventKind.ROUTED,
         EventKind.OUTCOME,
+        EventKind.REPLY_SENDING,
         EventKind.REPLY_SUBMITTED,
     ]
+    assert await journal.record_delivery("ref-1", "delivered", "") == "m1"
 
 
 async def test_of_many_concurrent_outcomes_exactly_one_wins(journal: Journal) -> None:
     await journal.store([mo("m1")])
 
     def attempt(n: int) -> Change:
-        return Change(
-            "m1", [ev(EventKind.OUTCOME, outcome="reply", n=n)], State.ANSWERED, PENDING, reply_text=f"r{n}"
-        )
+        return Change("m1", outcome("reply", n=n), reply_text=f"r{n}")
 
     results = await asyncio.gather(*(journal.apply([attempt(n)]) for n in range(30)))
     assert sum(r[0] for r in results) == 1
@@ -202,12 +178,88 @@ async def test_of_many_concurrent_outcomes_exactly_one_wins(journal: Journal) ->
     assert [e.data["n"] for e in outcomes] == [winner]
 
 
+async def test_of_two_concurrent_intents_exactly_one_wins(journal: Journal) -> None:
+    """Two workers about to hand one reply over: only one may record the intent (and so send)."""
+    await journal.store([mo("m1")])
+    await journal.apply([Change("m1", outcome("reply"), reply_text="hi")])
+    results = await asyncio.gather(
+        *(journal.apply([Change("m1", ev(EventKind.REPLY_SENDING, n=n))]) for n in range(10))
+    )
+    assert sum(r[0] for r in results) == 1
+    rec = await journal.get("m1")
+    assert rec is not None and rec.state is State.REPLYING
+
+
 async def test_events_keep_the_order_they_were_applied(journal: Journal) -> None:
     await journal.store([mo("m1")])
     for n in range(12):
-        await journal.apply([Change("m1", [ev(EventKind.NOTE, n=n), ev(EventKind.NOTE, n=n + 100)])])
+        await journal.apply(
+            [Change("m1", ev(EventKind.NOTE, n=n)), Change("m1", ev(EventKind.NOTE, n=n + 100))]
+        )
     notes = [e.data["n"] for e in await journal.timeline("m1") if e.kind is EventKind.NOTE]
     assert notes == [x for n in range(12) for x in (n, n + 100)]
+
+
+async def test_touch_moves_only_unfinished_messages_and_adds_no_event(journal: Journal) -> None:
+    await journal.store([mo("u"), mo("f")])
+    await journal.apply([Change("f", outcome("blank"))])
+    before = {m: await journal.get(m) for m in ("u", "f")}
+    await asyncio.sleep(0.02)
+    await journal.touch(["u", "f", "ghost"])
+    after = {m: await journal.get(m) for m in ("u", "f")}
+    assert after["u"].updated_at > before["u"].updated_at  # type: ignore[union-attr]
+    assert after["f"].updated_at == before["f"].updated_at  # type: ignore[union-attr]
+    assert len(await journal.timeline("u")) == 1
+
+
+# ------------------------------------------------------------------------------ the table, randomly
+
+_EVENTS = sorted(TABLE, key=lambda k: (k[0].value, k[1] or ""))
+
+
+def _event_for(key: tuple[EventKind, str | None]) -> Event:
+    kind, qualifier = key
+    if kind is EventKind.OUTCOME:
+        return outcome(str(qualifier))
+    if kind is EventKind.DELIVERY:
+        return ev(kind, status=qualifier, ref="r")
+    return ev(kind)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.sampled_from([k for k in _EVENTS if k[0] not in (EventKind.RECEIVED, EventKind.REJECTED)]),
+        min_size=1,
+        max_size=12,
+    )
+)
+async def test_no_journal_writes_a_state_the_table_did_not_produce(
+    journal: Journal, steps: list[tuple[EventKind, str | None]]
+) -> None:
+    """Random event sequences, legal and illegal, through the journal and through core.timeline: each
+    change is applied exactly when the table allows it, and the stored state is always the table's."""
+    message_id = f"p{time.monotonic_ns()}"
+    await journal.store([mo(message_id)])
+    expected: State = State.QUEUED
+    for key in steps:
+        event = _event_for(key)
+        try:
+            allowed_after: State | None = transition(expected, event)
+        except IllegalTransition:
+            allowed_after = None
+        reply = "r" if key == (EventKind.OUTCOME, "reply") else None
+        (applied,) = await journal.apply([Change(message_id, event, reply_text=reply)])
+        assert applied is (allowed_after is not None), (expected, key)
+        if allowed_after is not None:
+            expected = allowed_after
+        rec = await journal.get(message_id)
+        assert rec is not None and rec.state is expected, (key, rec.state if rec else None)
+    timeline = await journal.timeline(message_id)
+    state: State | None = None
+    for event in timeline:
+        state = transition(state, event)
+    assert state is expected  # the stored timeline explains the stored state
 
 
 # ------------------------------------------------------------------------------------------ receipts
@@ -215,10 +267,8 @@ async def test_events_keep_the_order_they_were_applied(journal: Journal) -> None
 
 async def test_delivery_receipts_follow_the_reply_refs(journal: Journal) -> None:
     await journal.store([mo("m1")])
-    await journal.apply([Change("m1", [], State.ANSWERED, PENDING, reply_text="hi")])
-    await journal.apply(
-        [Change("m1", [ev(EventKind.REPLY_SUBMITTED)], State.REPLIED, ANSWERED, reply_refs=["a", "b"])]
-    )
+    await journal.apply([Change("m1", outcome("reply"), reply_text="hi")])
+    await journal.apply([Change("m1", ev(EventKind.REPLY_SUBMITTED), reply_refs=("a", "b"))])
     assert await journal.record_delivery("nobody", "delivered", "") is None
     assert await journal.record_delivery("a", "delivered", "DELIVRD") == "m1"
     rec = await journal.get("m1")
@@ -238,48 +288,111 @@ async def test_delivery_receipts_follow_the_reply_refs(journal: Journal) -> None
 # ------------------------------------------------------------------------------------------ queries
 
 
-async def test_unfinished_lists_what_is_left_oldest_change_first(journal: Journal) -> None:
-    await journal.store([mo("q"), mo("d"), mo("a"), mo("f")])
-    await journal.apply([Change("f", [], State.NO_REPLY, PENDING)])
+async def test_unfinished_lists_what_is_left_in_id_order(journal: Journal) -> None:
+    await journal.store([mo("q"), mo("r"), mo("a"), mo("f")])
+    await journal.apply([Change("f", outcome("blank"))])
     await asyncio.sleep(0.01)
-    await journal.apply([Change("d", [], State.DISPATCHING, PENDING)])
+    await journal.apply([Change("r", outcome("reply"), reply_text="x")])
     await asyncio.sleep(0.01)
-    await journal.apply([Change("a", [], State.ANSWERED, PENDING, reply_text="x")])
-    ids = [r.id for r in await journal.unfinished(10)]
-    assert ids == ["q", "d", "a"]
-    assert [r.id for r in await journal.unfinished(2)] == ["q", "d"]
-    rec_d = await journal.get("d")
-    assert rec_d is not None
-    assert [r.id for r in await journal.unfinished(10, older_than=rec_d.updated_at)] == ["q"]
+    await journal.apply([Change("a", outcome("reply"), reply_text="x")])
+    await journal.apply([Change("a", ev(EventKind.REPLY_SENDING))])
+    assert [r.id for r in await journal.unfinished(10)] == ["a", "q", "r"]
+    assert [r.id for r in await journal.unfinished(2)] == ["a", "q"]
+    assert [r.id for r in await journal.unfinished(2, after="a")] == ["q", "r"]
+    rec_r = await journal.get("r")
+    assert rec_r is not None
+    assert [r.id for r in await journal.unfinished(10, older_than=rec_r.updated_at)] == ["q"]
+
+
+async def test_unfinished_of_one_owner_lists_only_the_mos_stored_for_it(journal: Journal) -> None:
+    await journal.store([mo("a"), mo("b"), mo("c")], owners=[1, 0, 1])
+    await journal.store([mo("d")])  # no owners: worker 0
+    assert [r.id for r in await journal.unfinished(10)] == ["a", "b", "c", "d"]
+    assert [r.id for r in await journal.unfinished(10, owner=0)] == ["b", "d"]
+    assert [r.id for r in await journal.unfinished(10, owner=1)] == ["a", "c"]
+    assert [r.id for r in await journal.unfinished(1, after="a", owner=1)] == ["c"]
+    await journal.apply([Change("c", outcome("blank"))])
+    assert [r.id for r in await journal.unfinished(10, owner=1)] == ["a"]
+    assert await journal.unfinished(10, owner=2) == []
+
+
+async def test_reassign_moves_only_unfinished_mos_to_another_owner(journal: Journal) -> None:
+    await journal.store([mo("a"), mo("b"), mo("c")], owners=[0, 0, 3])
+    await journal.apply([Change("b", outcome("blank"))])
+    await journal.reassign({"a": 1, "b": 1, "c": 1})
+    assert [r.id for r in await journal.unfinished(10, owner=1)] == ["a", "c"]
+    finished = await journal.get("b")
+    assert finished is not None and finished.owner == 0  # its history stays as it was
+
+
+async def test_paging_unfinished_by_id_reads_each_once_while_states_change(journal: Journal) -> None:
+    """A backlog several pages long, read page by page while some of it finishes and some of it moves
+    on (new updated_at): every message still unfinished is read exactly once — the fault of paging by
+    last change, which read the same page again and stopped."""
+    ids = [f"m{i:05d}" for i in range(2_500)]
+    for start in range(0, len(ids), 500):
+        await journal.store([mo(i) for i in ids[start : start + 500]])
+    seen: list[str] = []
+    after = ""
+    finished: set[str] = set()
+    while True:
+        page = await journal.unfinished(300, after=after)
+        if not page:
+            break
+        seen.extend(r.id for r in page)
+        after = page[-1].id
+        # Meanwhile the dispatcher finishes a few messages ahead and touches others (moving updated_at).
+        ahead = [i for i in ids if i > after][:50]
+        finish, touch = ahead[:20], ahead[20:]
+        finished.update(finish)
+        await journal.apply(
+            [Change(i, outcome("blank")) for i in finish]
+            + [Change(i, ev(EventKind.RECOVERED)) for i in touch]
+        )
+    assert len(seen) == len(set(seen))  # nothing read twice
+    assert set(seen) == set(ids) - finished  # nothing skipped
 
 
 async def test_counts_by_state(journal: Journal) -> None:
-    await journal.store([mo("a"), mo("b"), mo("c", state=State.REJECTED, reason="r", field="f")])
-    await journal.apply([Change("a", [], State.NO_REPLY, PENDING)])
+    await journal.store([mo("a"), mo("b"), mo("c", rejected=Rejection("f", "r"))])
+    await journal.apply([Change("a", outcome("blank"))])
     assert await journal.counts_by_state() == {"queued": 1, "no_reply": 1, "rejected": 1}
 
 
-async def test_find_filters_and_orders_newest_first(journal: Journal) -> None:
+async def test_find_filters_orders_newest_first_and_pages_by_key(journal: Journal) -> None:
     await journal.store(
         [
             mo("old", received_at=1000.0),
             mo("mid", received_at=2000.0, shortcode="12345"),
             mo("new", received_at=3000.0, msisdn="919999999999"),
+            mo("new2", received_at=3000.0),
         ]
     )
-    await journal.apply([Change("new", [], State.NO_REPLY, PENDING)])
+    await journal.apply([Change("new", outcome("blank"), client_id="cl_x")])
 
     async def ids(**kw: object) -> list[str]:
         return [r.id for r in await journal.find(MessageFilter(**kw))]  # type: ignore[arg-type]
 
-    assert await ids() == ["new", "mid", "old"]
-    assert await ids(limit=2) == ["new", "mid"]
+    assert await ids() == ["new2", "new", "mid", "old"]
+    assert await ids(limit=2) == ["new2", "new"]
+    assert await ids(limit=2, before=(3000.0, "new")) == ["mid", "old"]  # the next page
+    assert await ids(before=(3000.0, "new2")) == ["new", "mid", "old"]  # same time, smaller id
     assert await ids(shortcode="12345") == ["mid"]
     assert await ids(msisdn="919999999999") == ["new"]
-    assert await ids(state=State.QUEUED) == ["mid", "old"]
-    assert await ids(since=2000.0) == ["new", "mid"]
+    assert await ids(state=State.QUEUED) == ["new2", "mid", "old"]
+    assert await ids(client_id="cl_x") == ["new"]
+    assert await ids(since=2000.0) == ["new2", "new", "mid"]
     assert await ids(until=2000.0) == ["old"]
     assert await ids(since=1500.0, until=2500.0, shortcode="56767") == []
+
+
+async def test_recent_source_ids_of_an_origin(journal: Journal) -> None:
+    now = time.time()
+    await journal.store(
+        [mo("a", received_at=now - 100), mo("b", received_at=now - 5), mo("c", received_at=now)]
+    )
+    assert await journal.recent_source_ids("http", now - 10) == ["src-b", "src-c"]
+    assert await journal.recent_source_ids("smpp:x", now - 1000) == []
 
 
 # ------------------------------------------------------------------------- clients and settings
@@ -330,7 +443,7 @@ async def test_everything_survives_reopening(
     journal: Journal, journal_factory: Callable[[], Journal]
 ) -> None:
     await journal.store([mo("m1")])
-    await journal.apply([Change("m1", [ev(EventKind.NOTE, n=1)], State.ANSWERED, PENDING, reply_text="x")])
+    await journal.apply([Change("m1", outcome("reply"), reply_text="x")])
     await journal.set_setting_if_absent("k", "v")
     await journal.close()
     again = journal_factory()

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import asyncpg
 import pytest
 
-from mogateway.storage import migrations
-from mogateway.storage.postgres import PostgresJournal, redact_url
+from mogateway.edges.storage import migrations
+from mogateway.edges.storage.postgres import PostgresJournal, redact_url
 from postgres_databases import throwaway_database
 
 

@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import trustme
 
+from mogateway.core.callback_url import UrlRefused
 from mogateway.core.contract import MAX_RESPONSE_BYTES
-from mogateway.service.http1 import AnswerIncomplete, AnswerMalformed, ConnectFailed, Http1Client
-from mogateway.service.urlguard import UrlRefused
+from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFailed
+from mogateway.edges.http1 import Http1Client
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

@@ -7,13 +7,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mogateway.core.timeline import EventKind, State
-from mogateway.smpp.config import BindConfig
-from mogateway.smpp.inbound import InboundHandler
-from mogateway.smpp.pdu import DeliverSm, Status
+from mogateway.core.message import Message, Sender
+from mogateway.core.timeline import Change, Event, EventKind, State
+from mogateway.edges.smpp.config import BindConfig
+from mogateway.edges.smpp.inbound import InboundHandler
+from mogateway.edges.storage.sqlite import SqliteJournal
+from mogateway.smpp.constants import Status
+from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.receipt import format_receipt_text, receipt_tlvs
-from mogateway.storage.journal import Change, Event, NewMessage
-from mogateway.storage.sqlite import SqliteJournal
 
 
 class NoIntake:
@@ -38,22 +39,20 @@ async def test_a_receipt_before_the_reply_is_recorded_is_matched_a_moment_later(
     try:
         await journal.store(
             [
-                NewMessage(
+                Message(
                     "m1",
-                    "smpp:b",
-                    "s1",
                     "56767",
                     "919812345678",
                     "HI",
                     time.time(),
-                    State.QUEUED,
-                    91,
-                    9812,
-                    345678,
+                    origin="smpp:b",
+                    source_id="s1",
+                    sender=Sender(91, 9812, 345678),
                 )
             ]
         )
-        await journal.apply([Change("m1", [], State.ANSWERED, reply_text="hello")])
+        answered = Event(EventKind.OUTCOME, time.time(), {"outcome": "reply"})
+        await journal.apply([Change("m1", answered, reply_text="hello")])
         cfg = BindConfig.model_validate(
             {"name": "b", "host": "127.0.0.1", "port": 1, "system_id": "gw", "password": "pw"}
         )
@@ -63,7 +62,7 @@ async def test_a_receipt_before_the_reply_is_recorded_is_matched_a_moment_later(
         await asyncio.sleep(0.05)
         assert answers == [Status.ESME_ROK]
         event = Event(EventKind.REPLY_SUBMITTED, time.time(), {"channel": "smpp", "refs": ["smsc-42"]})
-        await journal.apply([Change("m1", [event], State.REPLIED, reply_refs=["smsc-42"])])  # ...then the id
+        await journal.apply([Change("m1", event, reply_refs=("smsc-42",))])  # ...then the id
         for _ in range(50):
             record = await journal.get("m1")
             assert record is not None

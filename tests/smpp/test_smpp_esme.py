@@ -13,36 +13,43 @@ from typing import Any
 
 import pytest
 
-from mogateway.service.intake import IncomingMO, IntakeResult
-from mogateway.service.replies import Reply, ReplyError
-from mogateway.smpp.config import BindConfig, SmppSettings
-from mogateway.smpp.esme import EsmeBind
-from mogateway.smpp.inbound import InboundHandler
-from mogateway.smpp.pdu import Status, TlvTag, find_tlv
-from mogateway.smpp.replies import SmppReplyChannel
+from mogateway.core.message import Arrival, Message, Sender
+from mogateway.core.ports import Reply, ReplyError, Stored
+from mogateway.core.timeline import State
+from mogateway.edges.smpp.bind import EsmeBind
+from mogateway.edges.smpp.config import BindConfig, SmppSettings
+from mogateway.edges.smpp.inbound import InboundHandler
+from mogateway.edges.smpp.replies import SmppReplyChannel
+from mogateway.smpp.constants import Status, TlvTag
+from mogateway.smpp.tlv import find_tlv
 from mogateway.testing.smsc import SimulatedSmsc
 
+
+def reply_to(mid: str, shortcode: str, msisdn: str, text: str, origin: str, operator: str = "") -> Reply:
+    """A reply of ``text`` to the MO ``mid`` that came from ``msisdn`` to ``shortcode`` over ``origin``."""
+    sender = Sender(91, int(msisdn[2:6]), int(msisdn[6:]), operator)
+    return Reply(Message(mid, shortcode, msisdn, "MO", 0.0, origin, sender=sender), text)
 
 @dataclass
 class RecordingIntake:
     """Stores MOs in a list, deduplicating on (origin, source_id) like the journal; can be made to fail."""
 
-    stored: list[IncomingMO] = field(default_factory=list)
+    stored: list[Arrival] = field(default_factory=list)
     fail: bool = False
     seen: set[tuple[str, str | None]] = field(default_factory=set)
 
-    async def accept(self, items: Sequence[IncomingMO]) -> list[IntakeResult]:
+    async def accept(self, items: Sequence[Arrival]) -> list[Stored]:
         if self.fail:
             raise OSError("disk full")
         out = []
-        for mo in items:
-            key = (mo.origin, mo.source_id)
+        for arrival in items:
+            key = (arrival.message.origin, arrival.message.source_id)
             duplicate = key in self.seen
             self.seen.add(key)
             if not duplicate:
-                self.stored.append(mo)
-            state = "rejected" if mo.problem else "queued"
-            out.append(IntakeResult(id=str(len(self.stored)), state=state, duplicate=duplicate))
+                self.stored.append(arrival)
+            state = State.REJECTED if arrival.problem else State.QUEUED
+            out.append(Stored(id=str(len(self.stored)), state=state, duplicate=duplicate))
         return out
 
 
@@ -98,15 +105,16 @@ async def rig() -> AsyncIterator[Rig]:
 async def test_single_mo_is_stored_before_ack(rig: Rig) -> None:
     statuses = await rig.smsc.inject_mo("919810012345", "56767", "HELP me")
     assert statuses == [0]
-    (mo,) = rig.intake.stored
-    assert (mo.shortcode, mo.msisdn, mo.message) == ("56767", "919810012345", "HELP me")
-    assert (mo.origin, mo.operator, mo.circle) == ("smpp:airtel-dl", "airtel", "delhi")
+    (arrival,) = rig.intake.stored
+    mo = arrival.message
+    assert (mo.shortcode, mo.msisdn, mo.text) == ("56767", "919810012345", "HELP me")
+    assert (mo.origin, arrival.operator, arrival.circle) == ("smpp:airtel-dl", "airtel", "delhi")
     assert mo.source_id and mo.source_id.startswith("c:")
 
 
 async def test_national_ton_is_normalised(rig: Rig) -> None:
     await rig.smsc.inject_mo("9810012345", "56767", "hi", source_ton=2)
-    assert rig.intake.stored[0].msisdn == "919810012345"
+    assert rig.intake.stored[0].message.msisdn == "919810012345"
 
 
 async def test_redelivery_is_one_message(rig: Rig) -> None:
@@ -131,15 +139,16 @@ async def test_long_ucs2_mo_out_of_order_with_duplicate(rig: Rig, split: str) ->
         10,
     )
     assert all(s == 0 for s in statuses)
-    assert [m.message for m in rig.intake.stored] == [text]
+    assert [a.message.text for a in rig.intake.stored] == [text]
 
 
 async def test_incomplete_long_mo_is_delivered_after_timeout(rig: Rig) -> None:
     text = "a" * 400  # 3 GSM-7 parts
     await rig.smsc.inject_mo("919810012345", "56767", text, order=[0, 2])
     await asyncio.sleep(3.2)
-    (mo,) = rig.intake.stored
-    assert mo.message == "a" * (153 + 94)
+    (arrival,) = rig.intake.stored
+    mo = arrival.message
+    assert mo.text == "a" * (153 + 94)
     assert mo.notes == ("incomplete: 2 of 3 parts",)
 
 
@@ -153,13 +162,13 @@ async def test_binary_mo_recorded_as_hex(rig: Rig) -> None:
             source_addr="919810012345", destination_addr="56767", data_coding=4, short_message=b"\x01\xff"
         ),
     )
-    (mo,) = rig.intake.stored
-    assert mo.message == "01ff" and "binary" in mo.notes[0]
+    (arrival,) = rig.intake.stored
+    assert arrival.message.text == "01ff" and "binary" in arrival.message.notes[0]
 
 
 async def test_reply_goes_back_with_dlt_tlvs_and_receipt_is_recorded(rig: Rig) -> None:
     channel = SmppReplyChannel({"airtel-dl": rig.bind})
-    reply = Reply("m1", "56767", "919810012345", "Thanks! {ok} " + "x" * 200, "smpp:airtel-dl", "airtel")
+    reply = reply_to("m1", "56767", "919810012345", "Thanks! {ok} " + "x" * 200, "smpp:airtel-dl", "airtel")
     submitted = await channel.send(reply)
     assert submitted.parts == 2 and len(submitted.refs) == 2
     subs = await rig.smsc.wait_submits(2)
@@ -179,7 +188,7 @@ async def test_reply_goes_back_with_dlt_tlvs_and_receipt_is_recorded(rig: Rig) -
 async def test_reply_ucs2_and_throttle_retry(rig: Rig) -> None:
     rig.smsc.refuse_next = [Status.ESME_RTHROTTLED, Status.ESME_RMSGQFUL]
     channel = SmppReplyChannel({"airtel-dl": rig.bind}, backoff_initial_s=0.01)
-    submitted = await channel.send(Reply("m2", "56767", "919810012345", "धन्यवाद", "smpp:airtel-dl"))
+    submitted = await channel.send(reply_to("m2", "56767", "919810012345", "धन्यवाद", "smpp:airtel-dl", ""))
     assert submitted.parts == 1
     (sub,) = await rig.smsc.wait_submits(1)
     assert sub.pdu.data_coding == 8 and sub.pdu.short_message == "धन्यवाद".encode("utf-16-be")
@@ -189,7 +198,7 @@ async def test_reply_refused_is_not_retryable(rig: Rig) -> None:
     rig.smsc.refuse_next = [Status.ESME_RINVDSTADR]
     channel = SmppReplyChannel({"airtel-dl": rig.bind})
     with pytest.raises(ReplyError) as info:
-        await channel.send(Reply("m3", "56767", "919810012345", "hi", "smpp:airtel-dl"))
+        await channel.send(reply_to("m3", "56767", "919810012345", "hi", "smpp:airtel-dl", ""))
     assert not info.value.retryable and "ESME_RINVDSTADR" in info.value.detail
 
 

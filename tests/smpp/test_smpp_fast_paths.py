@@ -20,24 +20,24 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mogateway.service.intake import IncomingMO, IntakeResult
-from mogateway.smpp.config import BindConfig
-from mogateway.smpp.esme import EsmeBind
-from mogateway.smpp.inbound import InboundHandler
+from mogateway.core.message import Arrival
+from mogateway.core.ports import Stored
+from mogateway.core.timeline import State
+from mogateway.edges.smpp.bind import EsmeBind
+from mogateway.edges.smpp.config import BindConfig
+from mogateway.edges.smpp.inbound import InboundHandler
+from mogateway.smpp.constants import HEADER_LENGTH, Status
+from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import (
-    HEADER_LENGTH,
     Bind,
     BindMode,
     BindResp,
     DeliverSm,
     DeliverSmResp,
     EnquireLink,
-    Framer,
     PduError,
-    Status,
     SubmitSm,
     SubmitSmResp,
-    Tlv,
     _Reader,
     _ShortMessage,
     decode,
@@ -46,6 +46,7 @@ from mogateway.smpp.pdu import (
 )
 from mogateway.smpp.receipt import _fields
 from mogateway.smpp.session import ResponseReceived, ResponseTimedOut, Session
+from mogateway.smpp.tlv import Tlv
 from mogateway.testing.smsc import SimulatedSmsc
 
 _cstr = st.text(alphabet=st.characters(min_codepoint=1, max_codepoint=255), max_size=8)
@@ -169,15 +170,15 @@ def _bind_ok(sequence: int) -> BindResp:
 class CountingIntake:
     calls: list[int] = field(default_factory=list)
     fail: bool = False
-    stored: list[IncomingMO] = field(default_factory=list)
+    stored: list[Arrival] = field(default_factory=list)
 
-    async def accept(self, items: Sequence[IncomingMO]) -> list[IntakeResult]:
+    async def accept(self, items: Sequence[Arrival]) -> list[Stored]:
         self.calls.append(len(items))
         await asyncio.sleep(0.05)  # a commit takes time; nothing may be answered before it ends
         if self.fail:
             raise OSError("disk full")
         self.stored.extend(items)
-        return [IntakeResult(id=str(i), state="queued") for i, _ in enumerate(items)]
+        return [Stored(id=str(i), state=State.QUEUED, duplicate=False) for i, _ in enumerate(items)]
 
 
 class NoJournal:
@@ -212,7 +213,7 @@ async def test_mos_arriving_together_are_stored_with_one_intake_call() -> None:
         results = await smsc.inject_burst(messages, window=40, timeout=10)
         assert [r.status for r in results] == [0] * 40
         assert sum(intake.calls) == 40 and len(intake.calls) < 10  # batched, not one call per MO
-        assert sorted(m.msisdn for m in intake.stored) == sorted(m[0] for m in messages)
+        assert sorted(a.message.msisdn for a in intake.stored) == sorted(m[0] for m in messages)
         # each deliver_sm_resp came after the commit of its batch (>= the 50 ms the intake takes)
         assert min(r.answered_at - r.sent_at for r in results) >= 0.045
         assert handler.counters["mo_stored"] == 40

@@ -7,6 +7,8 @@ import smpp34
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mogateway.smpp.constants import Status, TlvTag
+from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import (
     Bind,
     BindMode,
@@ -15,19 +17,16 @@ from mogateway.smpp.pdu import (
     DeliverSmResp,
     EnquireLink,
     EnquireLinkResp,
-    Framer,
     GenericNack,
     PduError,
-    Status,
     SubmitSm,
     SubmitSmResp,
-    Tlv,
-    TlvTag,
     Unbind,
     UnbindResp,
     decode,
     encode,
 )
+from mogateway.smpp.tlv import Tlv
 
 # An enquire_link with sequence 7, byte for byte.
 ENQUIRE_LINK_7 = bytes.fromhex("00000010 00000015 00000000 00000007")

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mogateway.smpp.pdu import DeliverSm, Tlv, TlvTag
+from mogateway.smpp.constants import TlvTag
+from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.receipt import format_receipt_text, parse_receipt, receipt_tlvs
+from mogateway.smpp.tlv import Tlv
 
 TEXT = b"id:0a1b2c sub:001 dlvrd:001 submit date:2611051200 done date:2611051201 stat:DELIVRD err:000 text:Hi"
 

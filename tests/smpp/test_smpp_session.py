@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mogateway.smpp.constants import Status
 from mogateway.smpp.pdu import (
     Bind,
     BindMode,
@@ -14,7 +15,6 @@ from mogateway.smpp.pdu import (
     EnquireLinkResp,
     GenericNack,
     PduError,
-    Status,
     SubmitSm,
     SubmitSmResp,
     Unbind,

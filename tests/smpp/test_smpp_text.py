@@ -20,8 +20,10 @@ from mogateway.core.text import (
     ucs2_decode,
     ucs2_encode,
 )
-from mogateway.smpp.pdu import DeliverSm, Tlv, TlvTag
+from mogateway.smpp.constants import TlvTag
+from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.segments import ESM_UDHI, choose_alphabet, join_segments, mo_part, plan_reply
+from mogateway.smpp.tlv import Tlv
 
 GSM7_CHARS = [c for c in GSM7_BASIC if c != "\x1b"] + list(GSM7_EXTENSION)
 gsm_text = st.text(alphabet=st.sampled_from(GSM7_CHARS), max_size=600)

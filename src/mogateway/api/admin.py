@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
 import orjson
 from fastapi import APIRouter, Request
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.responses import Response
 
+from mogateway.api import dlt
 from mogateway.api.auth import require_token
 from mogateway.api.problems import ApiProblem
+from mogateway.api.render import iso, message_json
+from mogateway.core.callback_url import UrlRefused, normalize_callback_url
+from mogateway.core.clients import ClientRecord
+from mogateway.core.message import SHORTCODE_RULE, check_shortcode
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
-from mogateway.core.timeline import EventKind, State
-from mogateway.service.registry import ClientConflict
-from mogateway.service.urlguard import UrlRefused, check_callback_url
-from mogateway.storage.journal import ClientRecord, Event, MessageFilter, MessageRecord, iso
+from mogateway.core.ports import MessageFilter, SecretKeyError
+from mogateway.core.timeline import State
+from mogateway.edges.urlguard import check_callback_url
+from mogateway.service.registry import ClientConflict, NotSigning, new_signing_secret
+from mogateway.service.replay import NotReplayable
 
 __all__ = ["message_json", "router"]
 
@@ -42,8 +49,10 @@ def _shortcodes(values: list[Any]) -> list[str]:
     out: list[str] = []
     for v in values:
         text = str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else ""
-        if not (text.isdigit() and 3 <= len(text) <= 10 and text[0] != "0"):
-            raise ValueError(f"{v!r} is not a shortcode (3 to 10 digits, not starting with 0)")
+        try:
+            check_shortcode(text)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a shortcode ({SHORTCODE_RULE})") from None
         if text not in out:
             out.append(text)
     return out
@@ -60,6 +69,14 @@ def _keywords(values: list[str]) -> list[str]:
     return out
 
 
+def _callback_url(value: str) -> str:
+    """The URL's stored form (ASCII: IDNA host, percent-encoded rest); control characters refused."""
+    try:
+        return normalize_callback_url(value)
+    except UrlRefused as exc:
+        raise ValueError(str(exc)) from None
+
+
 class ClientIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,9 +88,14 @@ class ClientIn(BaseModel):
     max_concurrency: int | None = Field(None, ge=1, le=10_000)
     tsunix_unit: Literal["ms", "s"] = "ms"
     unescape_newlines: bool = True
+    sign_callbacks: bool = False
+    dlt_pe_id: str | None = None
+    dlt_enforce: bool = False
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: _shortcodes(v)))
     _kw = field_validator("keywords")(classmethod(lambda cls, v: _keywords(v)))
+    _pe = field_validator("dlt_pe_id")(classmethod(lambda cls, v: dlt.valid_pe_id(v)))
+    _url = field_validator("callback_url")(classmethod(lambda cls, v: _callback_url(v)))
 
 
 class ClientPatch(BaseModel):
@@ -87,12 +109,21 @@ class ClientPatch(BaseModel):
     max_concurrency: int | None = Field(None, ge=1, le=10_000)
     tsunix_unit: Literal["ms", "s"] | None = None
     unescape_newlines: bool | None = None
+    sign_callbacks: bool | None = None
+    dlt_pe_id: str | None = None  # null removes it
+    dlt_enforce: bool | None = None
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: None if v is None else _shortcodes(v)))
     _kw = field_validator("keywords")(classmethod(lambda cls, v: None if v is None else _keywords(v)))
+    _pe = field_validator("dlt_pe_id")(classmethod(lambda cls, v: dlt.valid_pe_id(v)))
+    _url = field_validator("callback_url")(classmethod(lambda cls, v: v and _callback_url(v)))
 
 
-def client_json(client: ClientRecord, *, with_token: bool = False) -> dict[str, Any]:
+def client_json(
+    client: ClientRecord, *, with_token: bool = False, with_signing_secret: bool = False
+) -> dict[str, Any]:
+    """A client as the API shows it. Its secrets only when asked: right after they were made."""
+    in_grace = client.in_signing_grace(time.time())
     out: dict[str, Any] = {
         "id": client.id,
         "name": client.name,
@@ -103,11 +134,17 @@ def client_json(client: ClientRecord, *, with_token: bool = False) -> dict[str, 
         "max_concurrency": client.max_concurrency,
         "tsunix_unit": client.tsunix_unit,
         "unescape_newlines": client.unescape_newlines,
+        "sign_callbacks": client.sign_callbacks,
+        # During a rotation: when the previous signing secret stops signing (null otherwise).
+        "signing_grace_until": iso(client.previous_signing_until) if in_grace else None,
         "created_at": iso(client.created_at),
         "updated_at": iso(client.updated_at),
+        **dlt.client_fields_json(client),
     }
     if with_token:
         out["token"] = client.token
+    if with_signing_secret and client.signing_secret:
+        out["signing_secret"] = client.signing_secret
     return out
 
 
@@ -139,18 +176,28 @@ async def create_client(request: Request, body: ClientIn) -> Response:
         max_concurrency=body.max_concurrency or gateway.settings.default_client_concurrency,
         tsunix_unit=body.tsunix_unit,
         unescape_newlines=body.unescape_newlines,
+        signing_secret=new_signing_secret() if body.sign_callbacks else "",
     )
+    record = dlt.with_client_fields(record, {"dlt_pe_id": body.dlt_pe_id, "dlt_enforce": body.dlt_enforce})
     try:
         created = await gateway.registry.add(record)
     except ClientConflict as exc:
         raise _conflict(exc) from None
-    return _json(client_json(created, with_token=True), 201)
+    return _json(client_json(created, with_token=True, with_signing_secret=True), 201)
+
+
+async def _reload(gateway: Any) -> None:
+    """Read the clients again (another node may have changed them)."""
+    try:
+        await gateway.registry.load()
+    except SecretKeyError as exc:  # a node without the key another node wrote with: say so, no traceback
+        raise ApiProblem(503, str(exc), kind="secret-key") from None
 
 
 @router.get("/v1/clients", summary="List client applications")
 async def list_clients(request: Request) -> Response:
     gateway = _admin(request)
-    await gateway.registry.load()
+    await _reload(gateway)
     return _json({"clients": [client_json(c) for c in gateway.registry.all()]})
 
 
@@ -164,25 +211,44 @@ def _client_or_404(gateway: Any, client_id: str) -> ClientRecord:
 @router.get("/v1/clients/{client_id}", summary="Show one client application")
 async def get_client(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
-    await gateway.registry.load()
+    await _reload(gateway)
     return _json(client_json(_client_or_404(gateway, client_id)))
 
 
 @router.patch("/v1/clients/{client_id}", summary="Change a client application")
 async def patch_client(request: Request, client_id: str, body: ClientPatch) -> Response:
     gateway = _admin(request)
-    current = _client_or_404(gateway, client_id)
+    _client_or_404(gateway, client_id)
     changes = body.model_dump(exclude_unset=True)
     if changes.get("callback_url"):
         await _check_url(gateway, changes["callback_url"])
+    dlt_changes: dict[str, Any] = {key: changes.pop(key) for key in dlt.CLIENT_FIELDS if key in changes}
     for key in ("name", "shortcodes", "callback_url", "timeout_s", "tsunix_unit", "unescape_newlines"):
         if changes.get(key) is None:
             changes.pop(key, None)
+    # Turning signing on makes a secret (shown in this answer only); off forgets every secret; asking
+    # for what is already so changes nothing (and shows no secret).
+    sign = changes.pop("sign_callbacks", None)
+    started_signing = False
+
+    def edit(current: ClientRecord) -> ClientRecord:
+        nonlocal started_signing
+        signing: dict[str, Any] = {}
+        started_signing = sign is True and not current.sign_callbacks
+        if started_signing:
+            signing["signing_secret"] = new_signing_secret()
+        elif sign is False:
+            signing.update(signing_secret="", previous_signing_secret="", previous_signing_until=0.0)
+        return dlt.with_client_fields(replace(current, **changes, **signing), dlt_changes)
+
     try:
-        updated = await gateway.registry.update(replace(current, **changes))
+        # Applied to the journal's current copy: a template added meanwhile is not lost.
+        updated = await gateway.registry.change(client_id, edit)
     except ClientConflict as exc:
         raise _conflict(exc) from None
-    return _json(client_json(updated))
+    if updated is None:
+        raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    return _json(client_json(updated, with_signing_secret=started_signing))
 
 
 @router.delete("/v1/clients/{client_id}", status_code=204, summary="Remove a client application")
@@ -201,69 +267,23 @@ async def rotate_token(request: Request, client_id: str) -> Response:
     return _json(client_json(updated, with_token=True))
 
 
+@router.post("/v1/clients/{client_id}/signing-secret", summary="Rotate a client's signing secret")
+async def rotate_signing_secret(request: Request, client_id: str) -> Response:
+    gateway = _admin(request)
+    _client_or_404(gateway, client_id)
+    try:
+        updated = await gateway.registry.rotate_signing_secret(client_id, gateway.settings.signing_grace_s)
+    except NotSigning as exc:
+        raise ApiProblem(
+            409, f'{exc}: turn signing on with PATCH {{"sign_callbacks": true}}', kind="not-signing"
+        ) from None
+    return _json(client_json(updated, with_signing_secret=True))
+
+
 # --------------------------------------------------------------------------------------- messages
 
 
-def _timeline_json(events: list[Event]) -> list[dict[str, Any]]:
-    """The timeline as people read it. The journal keeps it compact (one row for a whole callback
-    exchange, the stored time inside the received row); here it is spread out again: received, stored,
-    routed, each attempt, outcome, reply..."""
-    out: list[dict[str, Any]] = []
-    for ev in events:
-        data = dict(ev.data)
-        if ev.kind in (EventKind.RECEIVED, EventKind.REJECTED):
-            stored_at = data.pop("stored_at", None)
-            out.append({"at": iso(ev.at), "event": ev.kind.value, **data})
-            if ev.kind is EventKind.RECEIVED and stored_at is not None:
-                out.append({"at": iso(stored_at), "event": "stored"})
-            continue
-        if ev.kind is EventKind.OUTCOME and "routed_at" in data:
-            routed_at = data.pop("routed_at")
-            client = {"client_id": data.pop("client_id", None), "client": data.pop("client", None)}
-            out.append({"at": iso(routed_at), "event": EventKind.ROUTED.value, **client})
-            for attempt in data.pop("attempts", []):
-                attempt = dict(attempt)
-                out.append(
-                    {"at": iso(attempt.pop("at", routed_at)), "event": EventKind.ATTEMPT.value, **attempt}
-                )
-        out.append({"at": iso(ev.at), "event": ev.kind.value, **data})
-    return out
-
-
-def message_json(record: MessageRecord, events: list[Event] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": record.id,
-        "state": record.state.value,
-        "origin": record.origin,
-        "source_id": record.source_id,
-        "shortcode": record.shortcode,
-        "msisdn": record.msisdn,
-        "message": record.message,
-        "sender": None
-        if record.cc is None
-        else {
-            "cc": record.cc,
-            "ndc": record.ndc,
-            "sn": record.sn,
-            "operator": record.operator,
-            "circle": record.circle,
-        },
-        "received_at": iso(record.received_at),
-        "stored_at": iso(record.stored_at),
-        "updated_at": iso(record.updated_at),
-        "client_id": record.client_id,
-        "reply": record.reply_text,
-    }
-    if events is not None:
-        out["timeline"] = _timeline_json(events)
-        for ev in reversed(events):
-            if ev.kind is EventKind.REJECTED:
-                out["rejection"] = {"field": ev.data.get("field"), "reason": ev.data.get("reason")}
-                break
-    return out
-
-
-def _parse_since(value: str) -> float:
+def _parse_since(value: str, field: str = "since") -> float:
     try:
         return float(value)
     except ValueError:
@@ -272,10 +292,10 @@ def _parse_since(value: str) -> float:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise ApiProblem(
-            422, "since: must be ISO 8601 or unix seconds", kind="invalid-field", field="since"
+            422, f"{field}: must be ISO 8601 or unix seconds", kind="invalid-field", field=field
         ) from None
     if moment.tzinfo is None:
-        raise ApiProblem(422, "since: needs a UTC offset", kind="invalid-field", field="since")
+        raise ApiProblem(422, f"{field}: needs a UTC offset", kind="invalid-field", field=field)
     return moment.timestamp()
 
 
@@ -287,7 +307,12 @@ async def list_messages(
     state: str | None = None,
     since: str | None = None,
     limit: int = 50,
+    client: str | None = None,
+    until: str | None = None,
+    before: str | None = None,
 ) -> Response:
+    """Newest first. ``before`` is the ``next`` of the previous page (keyset paging: stable and cheap
+    however deep one pages, where an offset would rescan everything before the page)."""
     gateway = _admin(request)
     if not 1 <= limit <= 1000:
         raise ApiProblem(422, "limit: must be 1 to 1000", kind="invalid-field", field="limit")
@@ -310,10 +335,29 @@ async def list_messages(
         msisdn=msisdn or None,
         state=wanted_state,
         since=_parse_since(since) if since else None,
+        until=_parse_since(until, "until") if until else None,
         limit=limit,
+        client_id=client or None,
+        before=_parse_cursor(before) if before else None,
     )
     records = await gateway.journal.find(where)
-    return _json({"messages": [message_json(r) for r in records]})
+    last = records[-1] if len(records) == limit else None
+    return _json(
+        {
+            "messages": [message_json(r) for r in records],
+            "next": f"{last.message.received_at!r}:{last.id}" if last is not None else None,
+        }
+    )
+
+
+def _parse_cursor(value: str) -> tuple[float, str]:
+    at, _, message_id = value.partition(":")
+    try:
+        return float(at), message_id
+    except ValueError:
+        raise ApiProblem(
+            422, "before: use the 'next' of the previous page", kind="invalid-field", field="before"
+        ) from None
 
 
 @router.get("/v1/messages/{message_id}", summary="One message with its whole timeline")
@@ -330,7 +374,7 @@ async def replay_message(request: Request, message_id: str) -> Response:
     gateway = _admin(request)
     try:
         record = await gateway.replay(message_id)
-    except ValueError as exc:
+    except NotReplayable as exc:
         raise ApiProblem(409, str(exc), kind="not-replayable") from None
     if record is None:
         raise ApiProblem(404, f"no message {message_id}", kind="not-found")
@@ -343,7 +387,7 @@ async def replay_message(request: Request, message_id: str) -> Response:
 @router.get("/v1/binds", summary="SMPP binds and their state")
 async def binds(request: Request) -> Response:
     gateway = _admin(request)
-    return _json({"binds": gateway.smpp.status() if gateway.smpp is not None else []})
+    return _json({"binds": await gateway.binds_status()})
 
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=True)
@@ -351,7 +395,4 @@ async def metrics(request: Request) -> Response:
     gateway = request.app.state.gateway
     if not gateway.settings.metrics_public:
         require_token(request, gateway.admin_token, "admin")
-    gateway.metrics.queue_lag.set(
-        gateway.queue.lag() + (gateway.dispatcher.waiting() if gateway.dispatcher else 0)
-    )
-    return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(await gateway.metrics_exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -11,10 +11,12 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, ingest
+from mogateway.api import admin, cluster, dlt, ingest, stats
+from mogateway.api.apidocs import install_docs
+from mogateway.api.console import install_console
 from mogateway.api.limits import BodyLimit
 from mogateway.api.problems import install_handlers
-from mogateway.service.app import Gateway
+from mogateway.node import Gateway
 
 __all__ = ["create_app"]
 
@@ -37,16 +39,27 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
         version=__version__,
         summary="Inbound-SMS gateway: ingest MOs, manage client applications, inspect messages.",
         lifespan=lifespan,
+        docs_url=None,  # served by api.apidocs from the package's own assets (no CDN)
+        redoc_url=None,
     )
     app.state.gateway = gateway
     install_handlers(app)
     app.include_router(ingest.router)
     app.include_router(admin.router)
+    app.include_router(dlt.router)
     app.include_router(cluster.router)
+    app.include_router(stats.router)
+    install_docs(app)
+    install_console(app, gateway)
 
     @app.get("/healthz", tags=["operations"], summary="Liveness and basic state (no auth)")
     async def healthz(request: Request) -> Response:
         return Response(orjson.dumps(gateway.health()), media_type="application/json")
 
     s = gateway.settings
-    return BodyLimit(app, s.max_body_bytes, {"/v1/inbound/batch": s.max_batch_bytes})
+    return BodyLimit(
+        app,
+        s.max_body_bytes,
+        {"/v1/inbound/batch": s.max_batch_bytes},
+        per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
+    )

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from mogateway.api.auth import require_token
 from mogateway.api.problems import ApiProblem
-from mogateway.storage.journal import iso
+from mogateway.core.isotime import iso
 
 __all__ = ["router"]
 

@@ -7,6 +7,7 @@ that is a JSON object — even an invalid one — must reach intake so that its 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 from typing import Any
 
@@ -16,9 +17,11 @@ from starlette.responses import Response
 
 from mogateway.api.auth import require_token
 from mogateway.api.problems import ApiProblem, problem
-from mogateway.service.intake import IncomingMO, IntakeResult
+from mogateway.core.message import Arrival, Message, Rejection
+from mogateway.core.ports import Stored
+from mogateway.core.timeline import State
 
-__all__ = ["incoming_from_json", "router"]
+__all__ = ["arrival_from_json", "router"]
 
 router = APIRouter(tags=["ingest"])
 log = logging.getLogger(__name__)
@@ -38,11 +41,11 @@ def _text(
     return None, ("must be a string of digits" if numeric_ok else "must be a string")
 
 
-def incoming_from_json(obj: Any, origin: str = "http") -> IncomingMO | tuple[str, str]:
-    """An IncomingMO from one pushed JSON object, or (field, reason) when it is not even an object."""
+def arrival_from_json(obj: Any, origin: str = "http", now: float | None = None) -> Arrival | tuple[str, str]:
+    """An Arrival from one pushed JSON object, or (field, reason) when it is not even an object."""
     if not isinstance(obj, dict):
         return "body", "must be a JSON object"
-    problem_: tuple[str, str] | None = None
+    problem_: Rejection | None = None
     values: dict[str, str | None] = {}
     for key, numeric_ok, required in (
         ("shortcode", True, True),
@@ -55,7 +58,7 @@ def incoming_from_json(obj: Any, origin: str = "http") -> IncomingMO | tuple[str
         value, why = _text(obj, key, numeric_ok=numeric_ok, required=required)
         values[key] = value
         if why and problem_ is None:
-            problem_ = (key, why)
+            problem_ = Rejection(key, why)
     received_at: datetime | None = None
     raw_time = obj.get("received_at")
     if raw_time is not None:
@@ -68,33 +71,33 @@ def incoming_from_json(obj: Any, origin: str = "http") -> IncomingMO | tuple[str
         except ValueError:
             received_at = None
             if problem_ is None:
-                problem_ = (
+                problem_ = Rejection(
                     "received_at",
                     "must be ISO 8601 with a UTC offset, e.g. 2026-11-20T10:00:00.000Z",
                 )
-    return IncomingMO(
+    arrived = time.time() if now is None else now
+    message = Message(
+        id="",
         shortcode=values["shortcode"] or "",
         msisdn=values["msisdn"] or "",
-        message=values["message"] or "",
-        source_id=values["id"],
-        received_at=received_at,
-        operator=values["operator"],
-        circle=values["circle"],
+        text=values["message"] or "",
+        received_at=received_at.timestamp() if received_at is not None else arrived,
         origin=origin,
-        problem=problem_,
+        source_id=values["id"],
     )
+    return Arrival(message, operator=values["operator"], circle=values["circle"], problem=problem_)
 
 
-def _result_json(result: IntakeResult) -> dict[str, Any]:
-    if result.rejected:
+def _result_json(result: Stored) -> dict[str, Any]:
+    if result.rejection is not None:
         return {
             "id": result.id,
-            "state": result.state,
+            "state": result.state.value,
             "duplicate": result.duplicate,
-            "field": result.field,
-            "reason": result.reason,
+            "field": result.rejection.field,
+            "reason": result.rejection.reason,
         }
-    return {"id": result.id, "state": result.state, "duplicate": result.duplicate}
+    return {"id": result.id, "state": result.state.value, "duplicate": result.duplicate}
 
 
 async def _json_body(request: Request) -> Any:
@@ -108,10 +111,10 @@ async def _json_body(request: Request) -> Any:
         raise ApiProblem(400, f"body is not valid JSON: {exc}", kind="invalid-json") from None
 
 
-async def _accept(gateway: Any, items: list[IncomingMO]) -> list[IntakeResult]:
+async def _accept(gateway: Any, items: list[Arrival]) -> list[Stored]:
     """Intake, with a storage failure turned into 503: nothing was acknowledged, send it again."""
     try:
-        results: list[IntakeResult] = await gateway.intake.accept(items)
+        results: list[Stored] = await gateway.intake.accept(items)
     except Exception as exc:
         log.error("could not store %d pushed MOs: %s: %s", len(items), type(exc).__name__, exc)
         raise ApiProblem(
@@ -128,20 +131,21 @@ def _json(data: Any, status: int) -> Response:
 async def inbound(request: Request) -> Response:
     gateway = request.app.state.gateway
     require_token(request, gateway.ingest_token, "ingest")
-    item = incoming_from_json(await _json_body(request))
+    item = arrival_from_json(await _json_body(request))
     if isinstance(item, tuple):
         field, reason = item
         raise ApiProblem(422, f"{field}: {reason}", kind="invalid-field", field=field, reason=reason)
     (result,) = await _accept(gateway, [item])
-    if result.rejected:
+    if result.state is State.REJECTED:
+        rejection = result.rejection or Rejection("", "")
         return problem(
             422,
-            f"{result.field}: {result.reason}",
+            f"{rejection.field}: {rejection.reason}",
             kind="rejected",
-            field=result.field,
-            reason=result.reason,
+            field=rejection.field,
+            reason=rejection.reason,
             id=result.id,
-            state=result.state,
+            state=result.state.value,
             duplicate=result.duplicate,
         )
     return _json(_result_json(result), 202)
@@ -159,7 +163,8 @@ async def inbound_batch(request: Request) -> Response:
     limit = gateway.settings.max_batch_items
     if len(data) > limit:
         raise ApiProblem(413, f"at most {limit} items per batch", kind="too-large")
-    parsed = [incoming_from_json(obj) for obj in data]
+    now = time.time()
+    parsed = [arrival_from_json(obj, now=now) for obj in data]
     items = [p for p in parsed if not isinstance(p, tuple)]
     accepted = iter(await _accept(gateway, items))
     results: list[dict[str, Any]] = []
@@ -173,7 +178,7 @@ async def inbound_batch(request: Request) -> Response:
         results.append(_result_json(result))
         if result.duplicate:
             counts["duplicates"] += 1
-        elif result.rejected:
+        elif result.state is State.REJECTED:
             counts["rejected"] += 1
         else:
             counts["accepted"] += 1

@@ -1,4 +1,12 @@
-"""A body size limit for every request, enforced before the body reaches a route (pure ASGI)."""
+"""A body size limit for every request, enforced before the body reaches a route (pure ASGI).
+
+A body announced larger than the limit (content-length) is refused before the route runs. A body without
+content-length (chunked) is counted while the route reads it; the chunk that passes the limit raises out
+of the route and the middleware answers 413 instead. Either way the rest of the refused body is read and
+thrown away first (up to 1 MiB), so the client sees the 413 rather than a reset - but only if there is a
+rest: once the server's last chunk (``more_body`` false) has been received, another ``receive()`` would
+wait for a disconnect that only comes after the response, which has not been sent yet.
+"""
 
 from __future__ import annotations
 
@@ -22,16 +30,22 @@ class _TooLarge(BaseException):
 class BodyLimit:
     """Refuses bodies larger than the limit for their path (413 problem), by header and while streaming."""
 
-    def __init__(self, app: Any, default: int, per_path: dict[str, int]) -> None:
+    def __init__(
+        self, app: Any, default: int, per_path: dict[str, int], per_suffix: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.default = default
         self.per_path = per_path
+        self.per_suffix = per_suffix or {}  # paths with an id inside: /v1/clients/{id}/dlt-templates/import
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.per_path.get(scope["path"], self.default)
+        path = scope["path"]
+        limit = self.per_path.get(path)
+        if limit is None:
+            limit = next((n for end, n in self.per_suffix.items() if path.endswith(end)), self.default)
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
@@ -44,12 +58,14 @@ class BodyLimit:
                     return
         received = 0
         started = False
+        body_complete = False  # the last chunk was received: there is nothing left to drain
 
         async def limited_receive() -> Any:
-            nonlocal received
+            nonlocal received, body_complete
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                body_complete = not message.get("more_body", False)
                 if received > limit:
                     raise _TooLarge
             return message
@@ -64,7 +80,8 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await _drain(receive)
+                if not body_complete:
+                    await _drain(receive)
                 await _refuse(send, limit)
 
 

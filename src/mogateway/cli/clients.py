@@ -7,6 +7,7 @@ from typing import Any
 import typer
 from rich.table import Column, Table
 
+from mogateway.cli import dlt
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 
 __all__ = ["register"]
@@ -26,18 +27,30 @@ def _show(client: dict[str, Any]) -> None:
         "max_concurrency",
         "tsunix_unit",
         "unescape_newlines",
+        "sign_callbacks",
+        "signing_grace_until",
+        "dlt_pe_id",
+        "dlt_enforce",
+        "dlt_templates",
         "created_at",
         "updated_at",
         "token",
+        "signing_secret",
     ):
         if key in client:
             value = client[key]
             if isinstance(value, list):
                 value = ", ".join(value) or "-"
-            table.add_row(f"[bold]{key}[/bold]", str(value))
+            table.add_row(f"[bold]{key}[/bold]", "-" if value is None else str(value))
     console.print(table)
-    if "token" in client:
-        console.print("[yellow]The token is shown only now: give it to the application owner.[/yellow]")
+    shown = [
+        what for key, what in (("token", "token"), ("signing_secret", "signing secret")) if key in client
+    ]
+    if shown:
+        console.print(
+            f"[yellow]The {' and the '.join(shown)} {'are' if len(shown) > 1 else 'is'} shown only now: "
+            "give it to the application owner.[/yellow]"
+        )
 
 
 @clients_app.command("add")
@@ -54,11 +67,14 @@ def add(
     unescape_newlines: bool = typer.Option(
         True, "--unescape-newlines/--keep-backslash-n", help=r"Turn \n in answers into line breaks."
     ),
+    sign: bool = typer.Option(
+        False, "--sign", help="Sign its callbacks (x-mogateway-signature); prints the signing secret once."
+    ),
     url: str = URL_OPTION,
     token: str | None = TOKEN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Register a client application; prints its id and bearer token."""
+    """Register a client application; prints its id and bearer token (and signing secret, with --sign)."""
     body: dict[str, Any] = {
         "name": name,
         "shortcodes": shortcode,
@@ -67,6 +83,7 @@ def add(
         "timeout_s": timeout,
         "tsunix_unit": tsunix_unit,
         "unescape_newlines": unescape_newlines,
+        "sign_callbacks": sign,
     }
     if max_concurrency is not None:
         body["max_concurrency"] = max_concurrency
@@ -122,6 +139,30 @@ def rotate(
     print_json(client) if as_json else _show(client)
 
 
+@clients_app.command("rotate-secret")
+def rotate_secret(
+    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
+) -> None:
+    """Give a signing client a new signing secret; the old one also signs until the grace period ends."""
+    client = ApiClient(url, token, "admin").call("POST", f"/v1/clients/{client_id}/signing-secret")
+    print_json(client) if as_json else _show(client)
+
+
+@clients_app.command("signing")
+def signing(
+    client_id: str,
+    on: bool = typer.Option(..., "--on/--off", help="Sign this client's callbacks, or stop signing them."),
+    url: str = URL_OPTION,
+    token: str | None = TOKEN_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Turn signing of a client's callbacks on (prints a new signing secret once) or off."""
+    client = ApiClient(url, token, "admin").call(
+        "PATCH", f"/v1/clients/{client_id}", json_body={"sign_callbacks": on}
+    )
+    print_json(client) if as_json else _show(client)
+
+
 @clients_app.command("remove")
 def remove(client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION) -> None:
     """Remove a client application (its MOs become unroutable)."""
@@ -130,4 +171,5 @@ def remove(client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTI
 
 
 def register(app: typer.Typer) -> None:
+    dlt.register(clients_app)  # clients dlt-set, dlt-templates, dlt-add, dlt-remove, dlt-import, dlt-check
     app.add_typer(clients_app, name="clients")

@@ -12,19 +12,21 @@ import httpx
 import typer
 from rich.console import Console
 
+from mogateway.cli.exit_codes import Exit
+
 __all__ = ["ApiClient", "console", "fail", "print_json"]
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-#: Exit codes of the CLI (documented in docs/configuration.md).
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_API_ERROR = 4
-EXIT_NOT_FOUND = 5
+#: Exit codes of the CLI (cli/exit_codes.py), under the names the commands use.
+EXIT_USAGE = Exit.USAGE
+EXIT_UNREACHABLE = Exit.UNREACHABLE
+EXIT_API_ERROR = Exit.REFUSED
+EXIT_NOT_FOUND = Exit.NOT_FOUND
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
+def fail(message: str, code: int = Exit.FAILED) -> NoReturn:
     """Print one clear line to stderr and exit with ``code``."""
     err_console.print(f"[red]mogateway:[/red] {message}", highlight=False, markup=True)
     raise typer.Exit(code)
@@ -68,16 +70,30 @@ class ApiClient:
             )
         self._headers = {"authorization": f"Bearer {token}"}
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The authorization header, for commands that poll with their own client (``top``)."""
+        return dict(self._headers)
+
     def call(
-        self, method: str, path: str, *, json_body: Any = None, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: dict[str, Any] | None = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
     ) -> Any:
+        headers = self._headers if content_type is None else {**self._headers, "content-type": content_type}
         try:
             resp = httpx.request(
                 method,
                 self.url + path,
                 json=json_body,
+                content=content,
                 params={k: v for k, v in (params or {}).items() if v is not None},
-                headers=self._headers,
+                headers=headers,
                 timeout=30.0,
             )
         except httpx.HTTPError as exc:

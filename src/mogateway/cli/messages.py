@@ -19,7 +19,8 @@ _STATE_STYLE = {
     "answered": "green",
     "no_reply": "cyan",
     "queued": "yellow",
-    "dispatching": "yellow",
+    "replying": "yellow",
+    "reply_unknown": "magenta",
     "rejected": "red",
     "unroutable": "red",
 }

@@ -8,25 +8,25 @@ import os
 import typer
 
 from mogateway.cli.common import console, fail
+from mogateway.cli.exit_codes import Exit
 
 __all__ = ["register"]
 
-EXIT_BEHIND = 6
 
 
 async def _run(url: str, check_only: bool) -> tuple[int, list[str]]:
     import asyncpg
 
-    from mogateway.storage import migrations
-    from mogateway.storage.postgres import redact_url
+    from mogateway.edges.storage import migrations
+    from mogateway.edges.storage.postgres import redact_url
 
     where = redact_url(url)
     try:
         conn = await asyncpg.connect(url, timeout=10)
     except (TimeoutError, OSError) as exc:
-        fail(f"cannot connect to {where}: {exc}", 3)
+        fail(f"cannot connect to {where}: {exc}", Exit.UNREACHABLE)
     except asyncpg.PostgresError as exc:
-        fail(f"{where} refused the connection: {exc}", 3)
+        fail(f"{where} refused the connection: {exc}", Exit.UNREACHABLE)
     try:
         if check_only:
             version = await migrations.applied_version(conn)
@@ -34,7 +34,7 @@ async def _run(url: str, check_only: bool) -> tuple[int, list[str]]:
         try:
             done = await migrations.migrate(conn)
         except asyncpg.PostgresError as exc:
-            fail(f"migration failed on {where} (nothing of the failed step was kept): {exc}", 1)
+            fail(f"migration failed on {where} (nothing of the failed step was kept): {exc}", Exit.FAILED)
         return migrations.LATEST, [f"{m.version:04d}_{m.name}" for m in done]
     finally:
         await conn.close()
@@ -54,25 +54,26 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Apply the journal's schema migrations (PostgreSQL). Safe to run again and from several nodes."""
-        from mogateway.storage import migrations
+        from mogateway.edges.storage import migrations
 
         url = database or os.environ.get("MOGATEWAY_DATABASE", "")
         if not url:
-            fail("no database: pass --database postgresql://... or set MOGATEWAY_DATABASE", 2)
+            fail("no database: pass --database postgresql://... or set MOGATEWAY_DATABASE", Exit.USAGE)
         if not url.startswith(("postgresql://", "postgres://")):
             # The embedded SQLite journal creates and upgrades its own schema when it opens.
             console.print("SQLite journal: its schema is created and upgraded on start; nothing to do.")
-            raise typer.Exit(0)
+            raise typer.Exit(Exit.OK)
         version, applied = asyncio.run(_run(url, check))
         if check:
             if version < migrations.LATEST:
                 fail(
                     f"schema version {version}, this mogateway needs {migrations.LATEST}: "
                     "run `mogateway migrate`",
-                    EXIT_BEHIND,
+                    Exit.NOT_YET,
                 )
             if version > migrations.LATEST:
-                fail(f"schema version {version} is newer than this mogateway ({migrations.LATEST})", 1)
+                newer = f"schema version {version} is newer than this mogateway ({migrations.LATEST})"
+                fail(newer, Exit.FAILED)
             console.print(f"schema is up to date (version {version})")
             return
         for name in applied:

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, fail, print_json
+from mogateway.cli.exit_codes import Exit
 from mogateway.cli.messages import render_message
 
 __all__ = ["register"]
@@ -17,6 +18,7 @@ _FINAL = {
     "delivered",
     "undelivered",
     "reply_failed",
+    "reply_blocked",
     "no_reply",
     "timed_out",
     "http_error",
@@ -61,4 +63,4 @@ def register(app: typer.Typer) -> None:
             time.sleep(0.2)
         print_json(data) if as_json else render_message(data)
         if data["state"] not in _FINAL:
-            fail(f"no outcome within {wait:g} s (state {data['state']})", 6)
+            fail(f"no outcome within {wait:g} s (state {data['state']})", Exit.NOT_YET)

@@ -4,41 +4,78 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from mogateway.cli.common import fail
+from mogateway.cli.exit_codes import Exit
 from mogateway.config import ConfigError, Settings, load_settings
+from mogateway.core.ports import SecretKeyError
 from mogateway.logs import setup_logging
+from mogateway.node import WorkerSeat
 
 __all__ = ["register"]
 
 
-async def _run(settings: Settings) -> int:
+async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int = -1) -> int:
+    """Run one gateway process: the whole gateway, or (with ``seat``) one of its workers, which tells
+    the supervisor on ``ready_fd`` once it serves."""
     import uvicorn
 
     from mogateway.api.app import create_app
-    from mogateway.service.app import Gateway
+    from mogateway.api.server import Limits, connection_cap, raise_open_files_limit, server_config
+    from mogateway.cli.supervisor import listening_socket
+    from mogateway.node import Gateway
+
+    open_files, before = raise_open_files_limit()
+    cap = connection_cap(settings.max_connections, open_files)
 
     try:
-        gateway = Gateway(settings)
+        gateway = Gateway(settings, seat)
     except ConfigError as exc:
-        fail(str(exc), 2)
+        fail(str(exc), Exit.USAGE)
     try:
         await gateway.start()
-    except ConfigError as exc:
+    except (ConfigError, SecretKeyError) as exc:
         await _quiet_stop(gateway)
-        fail(str(exc), 2)
+        fail(str(exc), Exit.USAGE)
     except (OSError, sqlite3.Error, RuntimeError, ValueError, ImportError) as exc:
         await _quiet_stop(gateway)
-        fail(f"cannot start: {exc}", 1)
-    config = uvicorn.Config(
+        fail(f"cannot start: {exc}", Exit.FAILED)
+    sockets = None
+    if seat is not None:
+        try:
+            sockets = [listening_socket(settings.host, settings.port, reuse_port=True)]
+        except OSError as exc:
+            await _quiet_stop(gateway)
+            fail(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", Exit.FAILED)
+    # Said once the gateway could start, so that a start that fails says only why.
+    logging.getLogger("mogateway").log(
+        logging.DEBUG if seat is not None and seat.index > 0 else logging.INFO,
+        "open files limit %d%s; at most %d HTTP connections%s",
+        open_files,
+        f" (raised from {before})" if open_files != before else "",
+        cap,
+        f" (max_connections {settings.max_connections} kept to half the limit)"
+        if cap < settings.max_connections
+        else "",
+    )
+    limits = Limits(
+        max_connections=cap,
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_s=settings.header_timeout_s,
+        idle_timeout_s=settings.idle_timeout_s,
+    )
+    config = server_config(
         create_app(gateway, manage_lifecycle=False),
         host=settings.host,
         port=settings.port,
+        limits=limits,
         lifespan="off",
         access_log=False,
         log_config=None,
@@ -46,18 +83,32 @@ async def _run(settings: Settings) -> int:
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
-    logging.getLogger("mogateway").info(
-        "mogateway listening on http://%s:%d (journal %s, queue %s)",
-        settings.host,
-        settings.port,
-        settings.database,
-        settings.queue,
-    )
+    if seat is None:
+        logging.getLogger("mogateway").info(
+            "mogateway listening on http://%s:%d (journal %s, queue %s)",
+            settings.host,
+            settings.port,
+            settings.database,
+            settings.queue,
+        )
+    announce = asyncio.create_task(_announce(server, ready_fd)) if ready_fd >= 0 else None
     try:
-        await server.serve()
+        await server.serve(sockets=sockets)
     finally:
+        if announce is not None:
+            announce.cancel()
         await gateway.stop()
     return 0 if server.started else 1
+
+
+async def _announce(server: Any, ready_fd: int) -> None:
+    """Tell the supervisor this worker serves (it waits for every worker before it says so)."""
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        os.write(ready_fd, b"ready\n")
+    finally:
+        os.close(ready_fd)
 
 
 async def _quiet_stop(gateway: Any) -> None:
@@ -67,24 +118,76 @@ async def _quiet_stop(gateway: Any) -> None:
         pass
 
 
+def _worker_count(settings: Settings, requested: int | None) -> int:
+    """How many worker processes to run: as asked (option, then setting), 0 meaning one per core; one
+    where workers cannot share the journal (an in-memory database) or the port (not Linux)."""
+    from mogateway.cli.supervisor import worker_count
+
+    count = worker_count(requested if requested is not None else settings.workers)
+    if settings.database in (":memory:", "sqlite://:memory:") or not sys.platform.startswith("linux"):
+        return 1
+    return count
+
+
+def _parse_seat(value: str, count: int) -> WorkerSeat:
+    index, _, directory = value.partition(":")
+    if not index.isdigit() or not directory or not 0 <= int(index) < count:
+        fail(f"--worker-seat {value!r} is not <index>:<directory> for {count} workers", Exit.USAGE)
+    return WorkerSeat(int(index), count, directory)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
         config: Path | None = typer.Option(None, "--config", "-c", help="TOML settings file."),
         host: str | None = typer.Option(None, "--host", help="Address to listen on (default 127.0.0.1)."),
         port: int | None = typer.Option(None, "--port", help="Port to listen on (default 8080)."),
+        workers: int | None = typer.Option(
+            None,
+            "--workers",
+            "-w",
+            min=0,
+            max=256,
+            help="Worker processes (default: the workers setting; 0 = one per core).",
+        ),
+        worker_seat: str | None = typer.Option(None, "--worker-seat", hidden=True),
+        ready_fd: int = typer.Option(-1, "--ready-fd", hidden=True),
     ) -> None:
         """Run the gateway on its embedded default (SQLite journal, in-process queue) or as configured."""
         try:
             settings = load_settings(config, host=host, port=port)
         except ConfigError as exc:
-            fail(str(exc), 2)
-        setup_logging(settings.log_level, settings.log_format)
+            fail(str(exc), Exit.USAGE)
         try:
             import uvloop
 
             runner: Any = uvloop.run
         except ImportError:
             runner = asyncio.run
-        code = runner(_run(settings))
+        if worker_seat is not None:  # one worker, started by the supervisor
+            from mogateway.cli.supervisor import die_with_supervisor
+
+            die_with_supervisor()
+            seat = _parse_seat(worker_seat, workers or 1)
+            setup_logging(settings.log_level, settings.log_format, worker=f"w{seat.index}")
+            raise typer.Exit(runner(_run(settings, seat, ready_fd)))
+        setup_logging(settings.log_level, settings.log_format)
+        count = _worker_count(settings, workers)
+        if count == 1:
+            raise typer.Exit(runner(_run(settings)))
+        from mogateway.cli.supervisor import SupervisorError, supervise
+
+        argv: list[str] = []
+        if config is not None:
+            argv += ["--config", str(config)]
+        if host is not None:
+            argv += ["--host", host]
+        if port is not None:
+            argv += ["--port", str(port)]
+        try:
+            code = supervise(settings, count, argv)
+        except SupervisorError as exc:
+            if str(exc):
+                fail(str(exc), exc.code)
+            raise typer.Exit(exc.code) from None
         raise typer.Exit(code)

@@ -2,30 +2,37 @@
 
 Exit codes (so it fits in CI scripts): 0 reply, 1 mixed outcomes with some no reply (``--repeat``),
 2 usage error, 3 blank answer, 4 timeout, 5 HTTP status other than 200, 6 bad response (content type,
-charset, over 64 KiB), 7 could not connect. With ``--repeat`` the code is the common outcome's when
-every callback ended alike.
+charset, over 64 KiB), 7 could not connect, 9 a reply the gateway would block because it matches none
+of the ``--dlt-templates`` (with ``--dlt-enforce``). With ``--repeat`` the code is the common outcome's
+when every callback ended alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import orjson
 import typer
 
-from mogateway.client.simulation import LatencySummary, Run, SimulatedMO, exit_code, simulate_many
+from mogateway.client.dlt import DltJudge
+from mogateway.core.callback_url import UrlRefused, check_url_shape
 from mogateway.core.contract import CALLBACK_TIMEOUT_S, TsunixUnit
+from mogateway.core.dlt import DltInvalid, check_dlt_id
 from mogateway.core.text import count_parts
 from mogateway.service.caller import Exchange
-from mogateway.service.urlguard import UrlRefused, check_url_shape
+from mogateway.simulation import LatencySummary, Run, SimulatedMO, exit_code, simulate_many
 
 __all__ = ["register", "simulate"]
 
 _EPILOG = (
     "Exit codes: 0 reply, 1 mixed outcomes (--repeat), 2 usage error, 3 blank, 4 timeout, "
-    "5 HTTP status other than 200, 6 bad response, 7 could not connect."
+    "5 HTTP status other than 200, 6 bad response, 7 could not connect, "
+    "9 the reply would be blocked by DLT (--dlt-enforce)."
 )
+#: Exit code when a reply matches none of the --dlt-templates and --dlt-enforce is given.
+EXIT_DLT_BLOCKED = 9
 
 
 def register(app: typer.Typer) -> None:
@@ -57,14 +64,34 @@ def simulate(
         True, help="Judge like a client whose literal \\n in replies becomes a line break."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+    signing_secret: str | None = typer.Option(
+        None,
+        "--signing-secret",
+        envvar="MOGATEWAY_SIGNING_SECRET",
+        help="Sign each callback as the gateway does (env MOGATEWAY_SIGNING_SECRET); several "
+        "comma-separated, newest first, sign as during a rotation.",
+        show_envvar=False,
+    ),
+    dlt_templates: Path | None = typer.Option(
+        None, "--dlt-templates", help="A DLT portal's template export (CSV): say which one the reply matches."
+    ),
+    pe_id: str | None = typer.Option(None, "--pe-id", help="The client's DLT principal entity id."),
+    dlt_enforce: bool = typer.Option(
+        False, "--dlt-enforce", help="Judge like a client with dlt_enforce: a reply matching none is blocked."
+    ),
+    dlt_var_max: int = typer.Option(30, "--dlt-var-max", min=1, max=2000, help="Characters a {#var#} holds."),
 ) -> None:
     """Send a contract-exact MO to URL and report how the gateway would judge the answer."""
     unit = _unit(tsunix_unit)
+    dlt = _dlt(dlt_templates, pe_id, dlt_enforce, dlt_var_max, unescape_newlines)
     try:
         check_url_shape(url)
     except UrlRefused as exc:
         raise typer.BadParameter(str(exc), param_hint="URL") from None
-    mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit)
+    secrets = tuple(part.strip() for part in (signing_secret or "").split(",") if part.strip())
+    if signing_secret is not None and not secrets:
+        raise typer.BadParameter("must not be empty", param_hint="--signing-secret")
+    mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit, secrets)
     try:
         mo.check()
     except ValueError as exc:
@@ -82,14 +109,46 @@ def simulate(
         )
     )
     code = exit_code([x.outcome.kind for x in run.exchanges])
+    replies = [x.outcome.reply for x in run.exchanges if x.outcome.reply is not None]
+    if dlt is not None and dlt.enforce and code == 0 and any(dlt.verdict(r)[0] == "blocked" for r in replies):
+        code = EXIT_DLT_BLOCKED
     if json_output:
         document = _single_json(run.exchanges[0]) if repeat == 1 else _summary_json(run)
+        if dlt is not None:
+            document["dlt"] = dlt.json(replies[0]) if repeat == 1 and replies else dlt.summary(replies)
         typer.echo(orjson.dumps({**document, "exit_code": code}, option=orjson.OPT_INDENT_2).decode())
     elif repeat == 1:
         typer.echo(_single_text(url, mo, run.exchanges[0]))
+        if dlt is not None and replies:
+            typer.echo("\n".join(dlt.lines(replies[0])))
     else:
         typer.echo(_summary_text(url, run))
+        if dlt is not None:
+            counts = ", ".join(f"{template} {n}" for template, n in dlt.summary(replies).items())
+            typer.echo(f"DLT templates matched: {counts or '-'}")
     raise typer.Exit(code)
+
+
+def _dlt(
+    path: Path | None, pe_id: str | None, enforce: bool, var_max: int, unescape_newlines: bool
+) -> DltJudge | None:
+    if path is None:
+        if pe_id is not None or enforce:
+            raise typer.BadParameter("needs --dlt-templates FILE.csv", param_hint="--pe-id/--dlt-enforce")
+        return None
+    if pe_id is not None:
+        try:
+            check_dlt_id(pe_id, "--pe-id")
+        except DltInvalid as exc:
+            raise typer.BadParameter(exc.reason, param_hint="--pe-id") from None
+    elif enforce:
+        raise typer.BadParameter("needs --pe-id (as dlt_enforce needs dlt_pe_id)", param_hint="--dlt-enforce")
+    try:
+        return DltJudge.from_csv(
+            path, pe_id=pe_id, enforce=enforce, var_max=var_max, unescape_newlines=unescape_newlines
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--dlt-templates") from None
 
 
 def _unit(value: str) -> TsunixUnit:
@@ -137,7 +196,8 @@ _MAX_ATTEMPT_LINES = 5
 
 def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
     o = x.outcome
-    lines = [f"POST {url}  MO {mo.msisdn} -> {mo.shortcode}: {mo.message!r}"]
+    signed = "  (signed)" if mo.signing_secrets else ""
+    lines = [f"POST {url}  MO {mo.msisdn} -> {mo.shortcode}: {mo.message!r}{signed}"]
     took = f"{x.elapsed_ms:.0f} ms"
     if o.reply is not None:
         sms = count_parts(o.reply)

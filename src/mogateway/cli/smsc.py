@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import typer
 from rich.console import Console
 
+from mogateway.cli.exit_codes import Exit
 from mogateway.testing.smsc import SimulatedSmsc
 
 console = Console(stderr=True, highlight=False)
@@ -34,26 +35,31 @@ def smsc_sim(
     receipt: Annotated[str, typer.Option(help="stat of delivery receipts: DELIVRD, UNDELIV, EXPIRED...")] = (
         "DELIVRD"
     ),
+    receipt_err: Annotated[
+        str | None, typer.Option(help="err: of delivery receipts, e.g. 630 for an operator's DLT refusal")
+    ] = None,
     interactive: Annotated[bool, typer.Option(help="read MOs to inject from standard input")] = True,
 ) -> None:
     """Run an SMSC simulator: accepts binds, prints submit_sm, sends receipts, injects MOs you type."""
     if split not in ("udh", "sar", "payload"):
         console.print(f"[red]error:[/] --split must be udh, sar or payload, not {split!r}")
-        raise typer.Exit(2)
+        raise typer.Exit(Exit.USAGE)
     parsed: list[tuple[str, str, str]] = []
     for item in mo or []:
         parts = item.split(",", 2)
         if len(parts) != 3 or not parts[2]:
             console.print(f"[red]error:[/] --mo {item!r}: expected 'msisdn,shortcode,text'")
-            raise typer.Exit(2)
+            raise typer.Exit(Exit.USAGE)
         parsed.append((parts[0], parts[1], parts[2]))
     try:
-        asyncio.run(_run(host, port, system_id, password, parsed, split, receipt.upper(), interactive))  # type: ignore[arg-type]
+        asyncio.run(
+            _run(host, port, system_id, password, parsed, split, receipt.upper(), receipt_err, interactive)  # type: ignore[arg-type]
+        )
     except KeyboardInterrupt:
         pass
     except OSError as exc:
         console.print(f"[red]error:[/] cannot listen on {host}:{port}: {exc.strerror or exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(Exit.FAILED) from None
 
 
 async def _run(
@@ -64,6 +70,7 @@ async def _run(
     mos: list[tuple[str, str, str]],
     split: Literal["udh", "sar", "payload"],
     receipt: str,
+    receipt_err: str | None,
     interactive: bool,
 ) -> None:
     smsc = SimulatedSmsc(
@@ -72,6 +79,7 @@ async def _run(
         system_id=system_id,
         password=password,
         receipt_stat=receipt,
+        receipt_err=receipt_err,
         on_event=lambda text: console.print(f"[dim]smsc[/] {text}"),
     )
     await smsc.start()

@@ -1,8 +1,9 @@
 """SDK for applications that receive mogateway's callbacks.
 
 Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), verify the bearer token
-(:class:`TokenVerifier`), route by keyword (:class:`KeywordRouter`) and serve a handler as an endpoint:
-:class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
+(:class:`TokenVerifier`) and the signature of signed callbacks (:func:`verify_signature`,
+:class:`SignatureVerifier`), route by keyword (:class:`KeywordRouter`) and serve a handler as an
+endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
 The framework adapters are imported from their own modules so that FastAPI/Flask stay optional.
 """
 
@@ -14,6 +15,7 @@ from mogateway.client.handler import Handler, Reply
 from mogateway.client.message import InboundMessage, InvalidPayload, Sender, parse_message
 from mogateway.client.responses import CallbackResponse
 from mogateway.client.router import KeywordRouter
+from mogateway.client.signatures import SignatureError, SignatureFailure, SignatureVerifier, verify_signature
 from mogateway.client.tokens import TokenVerifier, bearer_token
 
 __all__ = [
@@ -28,7 +30,11 @@ __all__ = [
     "KeywordRouter",
     "Reply",
     "Sender",
+    "SignatureError",
+    "SignatureFailure",
+    "SignatureVerifier",
     "TokenVerifier",
     "bearer_token",
     "parse_message",
+    "verify_signature",
 ]

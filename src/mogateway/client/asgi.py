@@ -1,9 +1,11 @@
 """The callback endpoint as a plain ASGI application (no framework): run it with any ASGI server.
 
     app = CallbackApp(handle, tokens=["s3cret"])      # uvicorn module:app
+    app = CallbackApp(handle, tokens=["s3cret"], signing_secrets=["whsec..."])  # signed callbacks
 
 Every path answers (the callback URL is whatever was registered) unless ``path`` is given; only POST is
-allowed. The token is checked before the body is read, and the body is read up to the limit only.
+allowed. The token is checked before the body is read, and the body is read up to the limit only; with
+``signing_secrets`` the signature is checked on that body before the handler runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mogateway.client.endpoint import (
 )
 from mogateway.client.handler import Handler
 from mogateway.client.responses import CallbackResponse, problem
+from mogateway.client.signatures import DEFAULT_TOLERANCE_S, SignatureVerifier
 from mogateway.client.tokens import TokenVerifier
 
 __all__ = ["CallbackApp"]
@@ -40,8 +43,17 @@ class CallbackApp:
         budget_s: float = DEFAULT_BUDGET_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         path: str | None = None,
+        signing_secrets: SignatureVerifier | str | Iterable[str] | None = None,
+        signature_tolerance_s: float = DEFAULT_TOLERANCE_S,
     ) -> None:
-        self.endpoint = CallbackEndpoint(handler, tokens, budget_s=budget_s, max_body_bytes=max_body_bytes)
+        self.endpoint = CallbackEndpoint(
+            handler,
+            tokens,
+            budget_s=budget_s,
+            max_body_bytes=max_body_bytes,
+            signing_secrets=signing_secrets,
+            signature_tolerance_s=signature_tolerance_s,
+        )
         self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,7 +83,9 @@ class CallbackApp:
             return None
         if body is None:
             return self.endpoint.too_large()
-        return await self.endpoint.handle(body, headers.get(MESSAGE_ID_HEADER))
+        return self.endpoint.check_signature(body, scope.get("headers", ())) or await self.endpoint.handle(
+            body, headers.get(MESSAGE_ID_HEADER)
+        )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -5,6 +5,9 @@ The ASGI, FastAPI and Flask adapters all delegate here, so the three give the sa
 * 401 (problem JSON, ``www-authenticate: Bearer``) when the bearer token is missing or wrong;
   checked before the body is read.
 * 413 when the body is larger than ``max_body_bytes``.
+* 401 (problem JSON with ``reason``) when the endpoint has signing secrets and the signature is
+  missing, malformed, stale, from the future or matches none of them; checked on the raw body, before
+  it is parsed and before the handler runs.
 * 422 (problem JSON with ``field`` and ``reason``) when the body breaks the contract.
 * 200 ``text/plain; charset=utf-8`` with the handler's answer; an empty body when it answers None/""
   or overruns its budget (the gateway then sends no reply).
@@ -19,6 +22,13 @@ from collections.abc import Iterable
 from mogateway.client.handler import BudgetExceeded, Handler, HandlerRunner, Reply
 from mogateway.client.message import InboundMessage, InvalidPayload, parse_message
 from mogateway.client.responses import CallbackResponse, no_reply, problem, reply
+from mogateway.client.signatures import (
+    DEFAULT_TOLERANCE_S,
+    HeaderSource,
+    SignatureError,
+    SignatureVerifier,
+    as_signature_verifier,
+)
 from mogateway.client.tokens import TokenVerifier
 
 __all__ = [
@@ -59,10 +69,14 @@ class CallbackEndpoint:
         budget_s: float = DEFAULT_BUDGET_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_threads: int = 32,
+        signing_secrets: SignatureVerifier | str | Iterable[str] | None = None,
+        signature_tolerance_s: float = DEFAULT_TOLERANCE_S,
     ) -> None:
         if max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be positive")
         self.verifier = as_verifier(tokens)
+        #: None: callbacks are not signed (or the application does not check); see check_signature.
+        self.signatures = as_signature_verifier(signing_secrets, tolerance_s=signature_tolerance_s)
         self.runner = HandlerRunner(handler, budget_s=budget_s, max_threads=max_threads)
         self.max_body_bytes = max_body_bytes
 
@@ -83,6 +97,19 @@ class CallbackEndpoint:
             return None
         detail = "missing bearer token" if not authorization else "invalid bearer token"
         return problem(401, detail, headers={"www-authenticate": "Bearer"})
+
+    def check_signature(self, body: bytes, headers: HeaderSource) -> CallbackResponse | None:
+        """None when the signature is valid (or no signing secret is configured), else the 401 to send."""
+        if self.signatures is None:
+            return None
+        try:
+            self.signatures.verify(body, headers)
+        except SignatureError as exc:
+            # The reason is said (the gateway records the answer), the expected signature never is.
+            return problem(
+                401, f"signature: {exc}", headers={"www-authenticate": "Bearer"}, reason=exc.reason.value
+            )
+        return None
 
     def too_large(self) -> CallbackResponse:
         """The 413 for a body over the limit."""
@@ -107,16 +134,32 @@ class CallbackEndpoint:
     # ------------------------------------------------------------------------- whole requests
 
     async def respond(
-        self, authorization: str | None, body: bytes, message_id: str | None = None
+        self,
+        authorization: str | None,
+        body: bytes,
+        message_id: str | None = None,
+        headers: HeaderSource = (),
     ) -> CallbackResponse:
-        """The full answer to a request (asyncio servers)."""
-        return self.authorize(authorization) or await self.handle(body, message_id)
+        """The full answer to a request (asyncio servers); ``headers`` carry the signature."""
+        return (
+            self.authorize(authorization)
+            or self.check_signature(body, headers)
+            or await self.handle(body, message_id)
+        )
 
     def respond_sync(
-        self, authorization: str | None, body: bytes, message_id: str | None = None
+        self,
+        authorization: str | None,
+        body: bytes,
+        message_id: str | None = None,
+        headers: HeaderSource = (),
     ) -> CallbackResponse:
         """The full answer to a request (WSGI servers: blocks the calling thread)."""
-        return self.authorize(authorization) or self.handle_sync(body, message_id)
+        return (
+            self.authorize(authorization)
+            or self.check_signature(body, headers)
+            or self.handle_sync(body, message_id)
+        )
 
     async def handle(self, body: bytes, message_id: str | None = None) -> CallbackResponse:
         """The answer to an already authorized request (asyncio servers)."""

@@ -1,8 +1,9 @@
 """The callback endpoint for FastAPI: a ready router, or a dependency for a route of your own.
 
-Ready router (token, limits, budget, statuses all handled)::
+Ready router (token, signature, limits, budget, statuses all handled)::
 
     app.include_router(callback_router(handle, tokens=["s3cret"], path="/sms"))
+    app.include_router(callback_router(handle, tokens=["s3cret"], signing_secrets=["whsec..."]))
 
 Dependency (you write the route and answer with :func:`reply_response`; no budget is applied)::
 
@@ -32,6 +33,7 @@ from mogateway.client.endpoint import (
 from mogateway.client.handler import Handler
 from mogateway.client.message import InboundMessage
 from mogateway.client.responses import CallbackResponse, no_reply, reply
+from mogateway.client.signatures import DEFAULT_TOLERANCE_S, SignatureVerifier
 from mogateway.client.tokens import TokenVerifier
 
 __all__ = [
@@ -79,9 +81,18 @@ def callback_router(
     budget_s: float = DEFAULT_BUDGET_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     include_in_schema: bool = True,
+    signing_secrets: SignatureVerifier | str | Iterable[str] | None = None,
+    signature_tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> APIRouter:
     """An ``APIRouter`` with one POST route at ``path`` answering callbacks with ``handler``."""
-    endpoint = CallbackEndpoint(handler, tokens, budget_s=budget_s, max_body_bytes=max_body_bytes)
+    endpoint = CallbackEndpoint(
+        handler,
+        tokens,
+        budget_s=budget_s,
+        max_body_bytes=max_body_bytes,
+        signing_secrets=signing_secrets,
+        signature_tolerance_s=signature_tolerance_s,
+    )
     router = APIRouter()
 
     @router.post(
@@ -91,7 +102,7 @@ def callback_router(
         response_class=Response,
         responses={
             200: {"content": {"text/plain": {}}, "description": "The reply (empty: no reply)"},
-            401: {"description": "Missing or wrong bearer token"},
+            401: {"description": "Missing or wrong bearer token, or a bad signature"},
             413: {"description": "Body too large"},
             422: {"description": "Body breaks the callback contract"},
         },
@@ -103,6 +114,9 @@ def callback_router(
         body = await _read_limited(request, endpoint)
         if body is None:
             return _to_response(endpoint.too_large())
+        refused = endpoint.check_signature(body, request.headers)
+        if refused is not None:
+            return _to_response(refused)
         return _to_response(await endpoint.handle(body, request.headers.get(MESSAGE_ID_HEADER)))
 
     return router
@@ -120,14 +134,22 @@ def message_dependency(
     tokens: TokenVerifier | str | Iterable[str],
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    signing_secrets: SignatureVerifier | str | Iterable[str] | None = None,
+    signature_tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> Callable[[Request], Awaitable[InboundMessage]]:
     """A FastAPI dependency giving the verified, parsed :class:`InboundMessage` (or CallbackRejected)."""
 
     async def _never_called(_: InboundMessage) -> None:
         return None
 
-    # Only the verifier and the parser of the endpoint are used here; the handler is the user's route.
-    endpoint = CallbackEndpoint(_never_called, tokens, max_body_bytes=max_body_bytes)
+    # Only the verifiers and the parser of the endpoint are used here; the handler is the user's route.
+    endpoint = CallbackEndpoint(
+        _never_called,
+        tokens,
+        max_body_bytes=max_body_bytes,
+        signing_secrets=signing_secrets,
+        signature_tolerance_s=signature_tolerance_s,
+    )
 
     async def inbound_message(request: Request) -> InboundMessage:
         refused = endpoint.authorize(request.headers.get("authorization"))
@@ -136,6 +158,9 @@ def message_dependency(
         body = await _read_limited(request, endpoint)
         if body is None:
             raise CallbackRejected(endpoint.too_large())
+        refused = endpoint.check_signature(body, request.headers)
+        if refused is not None:
+            raise CallbackRejected(refused)
         parsed = endpoint.parse(body, request.headers.get(MESSAGE_ID_HEADER))
         if isinstance(parsed, CallbackResponse):
             raise CallbackRejected(parsed)

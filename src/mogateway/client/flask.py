@@ -1,6 +1,7 @@
 """The callback endpoint for Flask (WSGI): a blueprint with one POST route.
 
     app.register_blueprint(callback_blueprint(handle, tokens=["s3cret"], path="/sms"))
+    app.register_blueprint(callback_blueprint(handle, tokens=["s3cret"], signing_secrets=["whsec..."]))
 
 The handler runs on the endpoint's worker threads so the budget holds even in a sync server: the
 request thread waits at most ``budget_s`` and then answers "no reply".
@@ -20,6 +21,7 @@ from mogateway.client.endpoint import (
 )
 from mogateway.client.handler import Handler
 from mogateway.client.responses import CallbackResponse
+from mogateway.client.signatures import DEFAULT_TOLERANCE_S, SignatureVerifier
 from mogateway.client.tokens import TokenVerifier
 
 __all__ = ["callback_blueprint"]
@@ -49,9 +51,18 @@ def callback_blueprint(
     url_prefix: str | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    signing_secrets: SignatureVerifier | str | Iterable[str] | None = None,
+    signature_tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> Blueprint:
     """A blueprint answering POST ``path`` with ``handler`` (register it with ``app.register_blueprint``)."""
-    endpoint = CallbackEndpoint(handler, tokens, budget_s=budget_s, max_body_bytes=max_body_bytes)
+    endpoint = CallbackEndpoint(
+        handler,
+        tokens,
+        budget_s=budget_s,
+        max_body_bytes=max_body_bytes,
+        signing_secrets=signing_secrets,
+        signature_tolerance_s=signature_tolerance_s,
+    )
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
 
     @blueprint.post(path)
@@ -64,6 +75,9 @@ def callback_blueprint(
         body = _read_limited(endpoint.max_body_bytes)
         if body is None:
             return _to_response(endpoint.too_large())
+        refused = endpoint.check_signature(body, request.headers)
+        if refused is not None:
+            return _to_response(refused)
         return _to_response(endpoint.handle_sync(body, request.headers.get(MESSAGE_ID_HEADER)))
 
     return blueprint

@@ -1,7 +1,8 @@
 """The callback contract of the seed, in one place, for both sides.
 
-The gateway builds callback bodies with :func:`callback_body` and judges the application's answer with
-:func:`judge_response`; the client SDK parses bodies with :func:`parse_callback_body`. Every choice the
+The gateway builds callback bodies with :func:`callback_body` from the one message type
+(:class:`mogateway.core.message.Message`) and judges the application's answer with :func:`judge_response`;
+the client SDK parses bodies back into a message with :func:`parse_callback_body`. Every choice the
 seed leaves open is written down in ``docs/contract.md`` and pinned by golden fixtures in the tests.
 
 Rules stated here, before the code:
@@ -26,10 +27,11 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from mogateway.core.message import Message, Sender
+
 __all__ = [
     "MAX_RESPONSE_BYTES",
     "CALLBACK_TIMEOUT_S",
-    "InboundMO",
     "Outcome",
     "OutcomeKind",
     "PayloadError",
@@ -51,38 +53,6 @@ CALLBACK_TIMEOUT_S: Final = 30.0
 MAX_RESPONSE_BYTES: Final = 64 * 1024
 
 TsunixUnit = Literal["ms", "s"]
-
-
-@dataclass(frozen=True, slots=True)
-class Sender:
-    """The ``sender`` object: where the MO came from. ``operator``/``circle`` are "" when unknown."""
-
-    cc: int
-    ndc: int
-    sn: int
-    operator: str = ""
-    circle: str = ""
-
-    @property
-    def sn_digits(self) -> str:
-        """The subscriber number with its 6 digits (leading zeros restored)."""
-        return f"{self.sn:06d}"
-
-    @property
-    def msisdn(self) -> str:
-        """The 12-digit msisdn these parts make up."""
-        return f"{self.cc}{self.ndc:04d}{self.sn:06d}"
-
-
-@dataclass(frozen=True, slots=True)
-class InboundMO:
-    """One MO as the callback carries it. ``received_at`` is an aware UTC datetime."""
-
-    shortcode: str
-    msisdn: str
-    message: str
-    sender: Sender
-    received_at: datetime
 
 
 class PayloadError(ValueError):
@@ -136,14 +106,18 @@ def parse_tsiso(text: str) -> datetime:
 # ------------------------------------------------------------------------------------------ request
 
 
-def callback_body(mo: InboundMO, unit: TsunixUnit = "ms") -> bytes:
-    """The exact bytes of the callback body for ``mo`` (compact UTF-8 JSON, keys in seed order)."""
-    s = mo.sender
+def callback_body(message: Message, unit: TsunixUnit = "ms") -> bytes:
+    """The exact bytes of the callback body for an accepted ``message`` (compact UTF-8 JSON, keys in seed
+    order). Raises ValueError for a message without a sender (a rejected one is never called back)."""
+    s = message.sender
+    if s is None:
+        raise ValueError(f"message {message.id} has no sender: it was not accepted")
+    moment = datetime.fromtimestamp(message.received_at, UTC)
     return orjson.dumps(
         {
-            "shortcode": int(mo.shortcode),
-            "msisdn": int(mo.msisdn),
-            "message": mo.message,
+            "shortcode": int(message.shortcode),
+            "msisdn": int(message.msisdn),
+            "message": message.text,
             "sender": {
                 "cc": s.cc,
                 "ndc": s.ndc,
@@ -151,8 +125,8 @@ def callback_body(mo: InboundMO, unit: TsunixUnit = "ms") -> bytes:
                 "operator": s.operator,
                 "circle": s.circle,
             },
-            "tsiso": format_tsiso(mo.received_at),
-            "tsunix": tsunix(mo.received_at, unit),
+            "tsiso": format_tsiso(moment),
+            "tsunix": tsunix(moment, unit),
         }
     )
 
@@ -197,8 +171,10 @@ def _string(value: Any, path: str) -> str:
 _MS_THRESHOLD: Final = 10**11
 
 
-def parse_callback_body(body: bytes | str) -> InboundMO:
-    """Parse and check a callback body. Raises :class:`PayloadError` naming the first bad field.
+def parse_callback_body(body: bytes | str, *, message_id: str = "") -> Message:
+    """Parse and check a callback body into the message it carries (``origin`` "callback", ``id``
+    ``message_id``: the body does not carry it, the ``x-mogateway-message-id`` header does). Raises
+    :class:`PayloadError` naming the first bad field.
 
     Lenient where the contract is ambiguous (``tsunix`` in seconds or milliseconds, decided by
     magnitude; numeric members sent as digit strings), strict where it is not (India only, 12 digits).
@@ -243,12 +219,14 @@ def parse_callback_body(body: bytes | str) -> InboundMO:
     if abs(ts_ms - tsunix(received_at, "ms")) >= 1000:
         raise PayloadError("tsunix", "does not match tsiso")
 
-    return InboundMO(
+    return Message(
+        id=message_id,
         shortcode=str(shortcode),
         msisdn=str(msisdn),
-        message=message,
+        text=message,
+        received_at=received_at.timestamp(),
+        origin="callback",
         sender=sender,
-        received_at=received_at,
     )
 
 

@@ -1,45 +1,67 @@
 """The life of one MO as data: its states, the events that move it, and the one table of transitions.
 
-A message's state is derived from its timeline: each event kind names the state it leads to, and an
-event is allowed only from the states listed for it here. The journal, the dispatcher, the admin API and
-the CLI all use this table; nothing else decides what may follow what.
+Every MO has one timeline: the events appended to it, in order. Its state is what those events lead to
+according to :data:`TABLE`, and this module is the only place that says so. Nothing writes a state by
+hand: a change to a message is an :class:`Event` wrapped in a :class:`Change`; :func:`transition` says
+what the event does in the message's current state (or raises :class:`IllegalTransition`), and the
+journals turn the same table into their SQL (an event is applied only in a state the table lists for
+it, and the state written is the one the table names), so a journal cannot write a state the table did
+not produce.
 
 States::
 
-    (none) --received--> queued --routed/attempt--> dispatching --outcome--> answered | <final no-reply>
-    answered --reply_submitted--> replied --delivery--> delivered | undelivered
-    answered --reply_failed--> reply_failed
-    (none) --rejected--> rejected
-    <any final but rejected> --replay--> queued
+    (none) --received--> queued                                   (none) --rejected--> rejected
+    queued --outcome--> answered | no_reply | timed_out | http_error | bad_response | failed | unroutable
+    answered --reply_sending--> replying --reply_submitted--> replied --delivery--> delivered | undelivered
+    answered | replying --reply_failed--> reply_failed        replying --reply_waiting--> answered
+    replying --reply_unknown--> reply_unknown (the handover was cut off: the reply may have gone out)
+    answered --reply_submitted--> replied  (channels that need no intent record: log, http)
+    answered --reply_blocked--> reply_blocked   (the client's DLT rules refused to send it)
+    <final but rejected> --replay--> queued
+
+``answered`` holds a reply that has not left yet (also while it waits for a bind); ``replying`` is
+written just before a channel that cannot be asked twice (SMPP) hands it over, so that after a crash the
+gateway knows whether the reply may already have gone out.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from mogateway.core.contract import OutcomeKind
 
 __all__ = [
+    "FINAL_STATES",
+    "REPLAYABLE_STATES",
+    "TABLE",
+    "UNFINISHED_STATES",
+    "Change",
+    "Event",
     "EventKind",
     "IllegalTransition",
     "State",
-    "FINAL_STATES",
-    "NO_REPLY_STATES",
-    "TRANSITIONS",
-    "next_state",
+    "Step",
+    "fold",
+    "qualifier_of",
     "state_for_outcome",
+    "step_for",
+    "transition",
 ]
 
 
 class State(enum.StrEnum):
-    QUEUED = "queued"  # stored durably, waiting for the dispatcher
-    DISPATCHING = "dispatching"  # a callback is (or was, before a crash) in flight
-    ANSWERED = "answered"  # the application answered with a reply; the reply is not yet handed over
-    REPLIED = "replied"  # the reply was handed to a reply channel
+    QUEUED = "queued"  # stored durably, waiting for (or in) its callback
+    ANSWERED = "answered"  # the application answered with a reply that has not been handed over yet
+    REPLYING = "replying"  # a channel is handing the reply over: it may have gone out
+    REPLIED = "replied"  # a reply channel took the reply
     DELIVERED = "delivered"  # a delivery receipt said the reply reached the handset
     UNDELIVERED = "undelivered"  # a delivery receipt said it failed or expired
-    REPLY_FAILED = "reply_failed"  # the reply channel refused the reply
+    REPLY_FAILED = "reply_failed"  # the reply could not be handed over (refused, or no bind in time)
+    REPLY_UNKNOWN = "reply_unknown"  # the handover was cut off: the reply was possibly sent
+    REPLY_BLOCKED = "reply_blocked"  # not sent: the client's DLT rules refused it (no template matches)
     NO_REPLY = "no_reply"  # the application answered blank
     TIMED_OUT = "timed_out"  # no complete answer within the deadline
     HTTP_ERROR = "http_error"  # the application answered with a status other than 200
@@ -52,36 +74,22 @@ class State(enum.StrEnum):
 class EventKind(enum.StrEnum):
     RECEIVED = "received"
     REJECTED = "rejected"
-    ROUTED = "routed"
-    ATTEMPT = "attempt"
-    OUTCOME = "outcome"
+    OUTCOME = "outcome"  # the whole callback exchange: routed, attempts, judged answer
+    REPLY_SENDING = "reply_sending"
+    REPLY_WAITING = "reply_waiting"
     REPLY_SUBMITTED = "reply_submitted"
     REPLY_FAILED = "reply_failed"
+    REPLY_UNKNOWN = "reply_unknown"
+    REPLY_BLOCKED = "reply_blocked"
     DELIVERY = "delivery"
     REPLAY = "replay"
     RECOVERED = "recovered"
     NOTE = "note"
 
 
-NO_REPLY_STATES: Final = frozenset(
-    {
-        State.NO_REPLY,
-        State.TIMED_OUT,
-        State.HTTP_ERROR,
-        State.BAD_RESPONSE,
-        State.FAILED,
-        State.UNROUTABLE,
-    }
-)
-FINAL_STATES: Final = NO_REPLY_STATES | {
-    State.REPLIED,
-    State.DELIVERED,
-    State.UNDELIVERED,
-    State.REPLY_FAILED,
-    State.REJECTED,
-}
-_PENDING: Final = frozenset({State.QUEUED, State.DISPATCHING})
-_REPLAYABLE: Final = FINAL_STATES - {State.REJECTED}
+UNFINISHED_STATES: Final = frozenset({State.QUEUED, State.ANSWERED, State.REPLYING})
+FINAL_STATES: Final = frozenset(State) - UNFINISHED_STATES
+REPLAYABLE_STATES: Final = FINAL_STATES - {State.REJECTED}
 
 _OUTCOME_STATE: Final = {
     OutcomeKind.REPLY: State.ANSWERED,
@@ -93,21 +101,66 @@ _OUTCOME_STATE: Final = {
     OutcomeKind.UNROUTABLE: State.UNROUTABLE,
 }
 
-#: event kind -> (states it may follow; None = a new message), resulting state (None = unchanged)
-TRANSITIONS: Final[dict[EventKind, tuple[frozenset[State | None], State | None]]] = {
-    EventKind.RECEIVED: (frozenset({None}), State.QUEUED),
-    EventKind.REJECTED: (frozenset({None}), State.REJECTED),
-    EventKind.ROUTED: (_PENDING, State.DISPATCHING),
-    EventKind.ATTEMPT: (_PENDING, State.DISPATCHING),
-    # The resulting state of an outcome depends on its kind: see state_for_outcome.
-    EventKind.OUTCOME: (_PENDING, None),
-    EventKind.REPLY_SUBMITTED: (frozenset({State.ANSWERED}), State.REPLIED),
-    EventKind.REPLY_FAILED: (frozenset({State.ANSWERED}), State.REPLY_FAILED),
-    # Receipts may arrive for any reply part, also after a replay re-answered the message.
-    EventKind.DELIVERY: (frozenset(FINAL_STATES | {State.ANSWERED}), None),
-    EventKind.REPLAY: (frozenset(_REPLAYABLE | _PENDING | {State.ANSWERED}), State.QUEUED),
-    EventKind.RECOVERED: (frozenset(_PENDING | {State.ANSWERED}), None),
-    EventKind.NOTE: (frozenset(set(State) | {None}), None),
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Step:
+    """What one kind of event does: the states it moves from (and to), and the states in which it is
+    recorded without moving. In any other state it is refused. (Steps are the table's own values,
+    compared and hashed by identity, so the journals can cache the SQL of each.)"""
+
+    moves: Mapping[State | None, State]
+    keeps: frozenset[State] = frozenset()
+
+    @property
+    def allowed(self) -> frozenset[State | None]:
+        """Every state in which the event may be appended."""
+        return frozenset(self.moves) | self.keeps
+
+    def after(self, state: State | None) -> State | None:
+        """The state after the event in ``state``; raises IllegalTransition when it is not allowed."""
+        moved = self.moves.get(state)
+        if moved is not None:
+            return moved
+        if state in self.keeps:
+            return state
+        raise IllegalTransition(f"not allowed in state {state}")
+
+
+_ALL: Final = frozenset(State)
+
+
+def _receipt(moves: Mapping[State | None, State]) -> Step:
+    # Receipts may arrive for any part of a reply, also after a replay re-queued the message: recorded
+    # everywhere, they move only a replied (or, for a failed part, delivered) message.
+    return Step(moves, _ALL - frozenset(s for s in moves if s is not None))
+
+
+#: (event kind, qualifier) -> Step. The qualifier is the outcome kind of an OUTCOME event and the receipt
+#: status of a DELIVERY event ("delivered" or "undelivered"); None for every other kind.
+TABLE: Final[Mapping[tuple[EventKind, str | None], Step]] = {
+    (EventKind.RECEIVED, None): Step({None: State.QUEUED}),
+    (EventKind.REJECTED, None): Step({None: State.REJECTED}),
+    **{
+        (EventKind.OUTCOME, kind.value): Step({State.QUEUED: state})
+        for kind, state in _OUTCOME_STATE.items()
+    },
+    # Only from answered, so that of two workers about to hand one reply over only one records the
+    # intent (an at-least-once resend after a restart goes back to answered first: reply_waiting).
+    (EventKind.REPLY_SENDING, None): Step({State.ANSWERED: State.REPLYING}),
+    (EventKind.REPLY_WAITING, None): Step({State.REPLYING: State.ANSWERED}, frozenset({State.ANSWERED})),
+    (EventKind.REPLY_SUBMITTED, None): Step({State.REPLYING: State.REPLIED, State.ANSWERED: State.REPLIED}),
+    (EventKind.REPLY_FAILED, None): Step(
+        {State.ANSWERED: State.REPLY_FAILED, State.REPLYING: State.REPLY_FAILED}
+    ),
+    (EventKind.REPLY_UNKNOWN, None): Step({State.REPLYING: State.REPLY_UNKNOWN}),
+    (EventKind.REPLY_BLOCKED, None): Step({State.ANSWERED: State.REPLY_BLOCKED}),
+    (EventKind.DELIVERY, "delivered"): _receipt({State.REPLIED: State.DELIVERED}),
+    (EventKind.DELIVERY, "undelivered"): _receipt(
+        {State.REPLIED: State.UNDELIVERED, State.DELIVERED: State.UNDELIVERED}
+    ),
+    (EventKind.REPLAY, None): Step({s: State.QUEUED for s in REPLAYABLE_STATES}),
+    (EventKind.RECOVERED, None): Step({}, UNFINISHED_STATES),
+    (EventKind.NOTE, None): Step({}, _ALL),
 }
 
 
@@ -115,18 +168,66 @@ class IllegalTransition(ValueError):
     """An event that may not follow the message's current state."""
 
 
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a timeline: what happened, when (unix seconds), and its details."""
+
+    kind: EventKind
+    at: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One event to append to one message, and the columns it sets besides the state."""
+
+    message_id: str
+    event: Event
+    client_id: str | None = None
+    reply_text: str | None = None
+    reply_refs: tuple[str, ...] = ()
+
+    @property
+    def step(self) -> Step:
+        """What this change does (see :data:`TABLE`)."""
+        return step_for(self.event)
+
+
+def qualifier_of(event: Event) -> str | None:
+    """The qualifier under which ``event`` is found in :data:`TABLE`."""
+    if event.kind is EventKind.OUTCOME:
+        return str(event.data["outcome"])
+    if event.kind is EventKind.DELIVERY:
+        return "delivered" if event.data.get("status") == "delivered" else "undelivered"
+    return None
+
+
+def step_for(event: Event) -> Step:
+    """The :class:`Step` of ``event``; raises IllegalTransition for an event the table does not know."""
+    try:
+        return TABLE[(event.kind, qualifier_of(event))]
+    except KeyError:
+        raise IllegalTransition(f"unknown event {event.kind} {qualifier_of(event)!r}") from None
+
+
+def transition(state: State | None, event: Event) -> State:
+    """The state after ``event`` in ``state`` (None: a new message). Raises IllegalTransition."""
+    try:
+        after = step_for(event).after(state)
+    except IllegalTransition as exc:
+        raise IllegalTransition(f"{event.kind} ({qualifier_of(event)}): {exc}") from None
+    assert after is not None  # every step leaves a message in some state
+    return after
+
+
+def fold(events: Sequence[Event]) -> State | None:
+    """The state a whole timeline leads to, from nothing. Raises IllegalTransition on a bad sequence."""
+    state: State | None = None
+    for event in events:
+        state = transition(state, event)
+    return state
+
+
 def state_for_outcome(kind: OutcomeKind) -> State:
     """The state an outcome of ``kind`` leads to."""
     return _OUTCOME_STATE[kind]
-
-
-def next_state(current: State | None, event: EventKind, outcome: OutcomeKind | None = None) -> State | None:
-    """The state after ``event`` (``outcome`` is needed for OUTCOME events). Raises IllegalTransition."""
-    allowed, result = TRANSITIONS[event]
-    if current not in allowed:
-        raise IllegalTransition(f"{event} is not allowed in state {current}")
-    if event is EventKind.OUTCOME:
-        if outcome is None:
-            raise ValueError("an outcome event needs its outcome kind")
-        return state_for_outcome(outcome)
-    return current if result is None else result

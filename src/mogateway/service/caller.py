@@ -13,9 +13,9 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from mogateway.core.callback_url import UrlRefused, check_literal_host
 from mogateway.core.contract import Outcome, OutcomeKind, judge_response
-from mogateway.service.http1 import AnswerIncomplete, AnswerMalformed, ConnectFailed, Http1Client
-from mogateway.service.urlguard import UrlRefused, check_literal_host
+from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, CallbackTransport, ConnectFailed
 
 __all__ = ["Attempt", "Exchange", "exchange"]
 
@@ -45,7 +45,7 @@ class Exchange:
 
 
 async def exchange(
-    client: Http1Client,
+    client: CallbackTransport,
     url: str,
     body: bytes,
     headers: dict[str, str],

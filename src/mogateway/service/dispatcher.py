@@ -2,11 +2,16 @@
 
 Each client has a lane: a queue of its MOs served by at most ``max_concurrency`` tasks, created when
 work arrives and gone when the lane is empty. A slow application therefore only ever occupies its own
-lane; a global semaphore caps the callbacks in flight across all lanes.
+lane; a global semaphore caps the callbacks in flight across all lanes (``max_inflight``), and no
+single lane may take more than nine tenths of it, so one client's hanging callbacks leave room for
+the others even when its own cap is as large as the global one. (Several hanging clients together can
+still fill it: size ``max_inflight`` above the sum of the caps of clients that may hang.)
 
-For every MO the outcome is recorded in the journal *before* a reply is handed to a channel, with a
-compare-and-set on the state, so an MO whose outcome is already recorded (by this node before a crash,
-or by another node) is never called again, and a reply is sent at most once per recorded answer.
+For every MO the outcome is recorded in the journal (a compare-and-set from ``queued``, as
+``core.timeline`` says) *before* its reply is handed to the :class:`~mogateway.service.replier.Replier`,
+so an MO whose outcome is already recorded (by this node before a crash, or by another node) is never
+called again, and a reply is sent at most once per recorded answer. The lane does not wait for the
+reply: a reply waiting for a bind holds no callback capacity.
 """
 
 from __future__ import annotations
@@ -15,39 +20,37 @@ import asyncio
 import collections
 import logging
 import time
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from mogateway import __version__
-from mogateway.core.contract import InboundMO, Outcome, OutcomeKind, Sender, callback_body, callback_headers
+from mogateway.core.clients import ClientRecord, first_word
+from mogateway.core.contract import Outcome, OutcomeKind, callback_body, callback_headers
+from mogateway.core.message import Message
+from mogateway.core.ports import CallbackTransport, Clock, Delivery, MessageStore, WorkQueue
+from mogateway.core.signing import signature_headers
 from mogateway.core.text import count_parts, fit_parts
-from mogateway.core.timeline import FINAL_STATES, EventKind, State, state_for_outcome
-from mogateway.queue.base import Delivery, QueuedMO, WorkQueue
+from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
 from mogateway.service.caller import exchange
-from mogateway.service.http1 import Http1Client
 from mogateway.service.metrics import Metrics
-from mogateway.service.registry import Registry, first_word
-from mogateway.service.replies import Reply, ReplyError, ReplyRouter
-from mogateway.storage.journal import Change, ClientRecord, Event, Journal
+from mogateway.service.registry import Registry
+from mogateway.service.replier import Replier
 
 __all__ = ["Dispatcher"]
 
 log = logging.getLogger(__name__)
 
-_PENDING = frozenset({State.QUEUED, State.DISPATCHING})
-_ANSWERED = frozenset({State.ANSWERED})
-_REPLY_TRIES = 5
-_REPLY_FIRST_BACKOFF_S = 1.0
 
 
 class _Lane:
     """The MOs waiting for one client, and how many tasks are serving them."""
 
-    __slots__ = ("client_id", "items", "workers")
+    __slots__ = ("client_id", "first", "items", "workers")
 
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
         self.items: collections.deque[Delivery] = collections.deque()
+        self.first = 0  # the leading items that were picked up again (see Dispatcher._route)
         self.workers = 0
 
 
@@ -56,24 +59,33 @@ class Dispatcher:
         self,
         *,
         queue: WorkQueue,
-        journal: Journal,
+        store: MessageStore,
         registry: Registry,
-        replies: ReplyRouter,
-        client: Http1Client,
+        replier: Replier,
+        client: CallbackTransport,
         metrics: Metrics,
         max_inflight: int = 1000,
         reply_max_parts: int = 6,
         allow_private: bool = False,
+        clock: Clock = time.time,
+        lane_cap: Callable[[ClientRecord], int] | None = None,
     ) -> None:
         self._queue = queue
-        self._journal = journal
+        self._store = store
         self._registry = registry
-        self._replies = replies
+        self._replier = replier
+        self._clock = clock
         self._http = client
         self._metrics = metrics
         self._global = asyncio.Semaphore(max_inflight)
+        # No client may take the whole global cap: a tenth of it (at least one) stays for the others,
+        # so a client whose callbacks hang cannot starve the rest even when its own cap is larger.
+        self._one_client_max = max(1, max_inflight - max(1, max_inflight // 10))
         self._reply_max_parts = reply_max_parts
         self._allow_private = allow_private
+        # How many callbacks a client's lane may have in flight here: its cap, or with several worker
+        # processes this worker's share of it (core.workers).
+        self._lane_cap = lane_cap or _whole_cap
         self._lanes: dict[str, _Lane] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: asyncio.Task[None] | None = None
@@ -82,13 +94,6 @@ class Dispatcher:
         # prometheus children by label, looked up once (labels() costs more than inc()).
         self._per_client: dict[str, tuple[Any, Any]] = {}
         self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
-        self._reply_counters: dict[tuple[str, str], Any] = {}
-
-    def _reply_counter(self, channel: str, result: str) -> Any:
-        found = self._reply_counters.get((channel, result))
-        if found is None:
-            found = self._reply_counters[(channel, result)] = self._metrics.replies.labels(channel, result)
-        return found
 
     def _client_metrics(self, client_id: str) -> tuple[Any, Any]:
         found = self._per_client.get(client_id)
@@ -116,6 +121,7 @@ class Dispatcher:
             await asyncio.gather(self._runner, return_exceptions=True)
         for lane in self._lanes.values():
             lane.items.clear()
+            lane.first = 0
         if self._tasks and drain_s > 0:
             await asyncio.wait(list(self._tasks), timeout=drain_s)
         tasks = list(self._tasks)
@@ -148,17 +154,23 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ routing
 
-    def _route(self, delivery: Delivery) -> None:
+    def _route(self, delivery: Delivery, *, first: bool = False) -> None:
+        """Queue ``delivery`` in its client's lane; ``first``: an MO picked up again (a dead node's, a
+        stranded one) has waited longest, so it goes before the fresh ones (in the order it came)."""
         item = delivery.item
-        client = self._registry.route(item.shortcode, item.message)
+        client = self._registry.route(item.shortcode, item.text)
         if client is None:
             self._spawn(self._unroutable(delivery), "unroutable")
             return
         lane = self._lanes.get(client.id)
         if lane is None:
             lane = self._lanes[client.id] = _Lane(client.id)
-        lane.items.append(delivery)
-        if lane.workers < max(1, client.max_concurrency):
+        if first:
+            lane.items.insert(lane.first, delivery)
+            lane.first += 1
+        else:
+            lane.items.append(delivery)
+        if lane.workers < max(1, min(self._lane_cap(client), self._one_client_max)):
             lane.workers += 1
             self._spawn(self._serve_lane(lane), f"lane:{client.id}")
 
@@ -166,6 +178,8 @@ class Dispatcher:
         try:
             while lane.items and not self._stopping:
                 delivery = lane.items.popleft()
+                if lane.first:
+                    lane.first -= 1
                 client = self._registry.get(lane.client_id)
                 if client is None:  # removed while its MOs waited: route them again
                     self._route(delivery)
@@ -182,33 +196,37 @@ class Dispatcher:
             if not lane.items and lane.workers == 0:
                 self._lanes.pop(lane.client_id, None)
 
+    async def _record_outcome(self, delivery: Delivery, outcome: OutcomeKind, detail: str) -> None:
+        event = Event(EventKind.OUTCOME, self._clock(), {"outcome": outcome.value, "detail": detail})
+        await self._store.apply([Change(delivery.item.id, event)])
+        await delivery.ack()
+
     async def _record_internal_error(self, delivery: Delivery, exc: Exception) -> None:
         """A bug must not leave an MO silently queued: record it as failed (it can be replayed)."""
         detail = f"gateway error: {type(exc).__name__}: {exc}"[:300]
-        event = Event(EventKind.OUTCOME, time.time(), {"outcome": OutcomeKind.FAILED.value, "detail": detail})
         try:
-            await self._journal.apply([Change(delivery.item.id, [event], State.FAILED, expect=_PENDING)])
-            await delivery.ack()
+            await self._record_outcome(delivery, OutcomeKind.FAILED, detail)
         except Exception:
             log.exception("could not record the failure of %s; it stays unfinished", delivery.item.id)
 
     async def _unroutable(self, delivery: Delivery) -> None:
         item = delivery.item
-        keyword = first_word(item.message)
+        # Unroutable is final: first make sure no client was registered elsewhere (another node or
+        # worker) since this one last read the clients.
+        if await self._registry.refresh_if_changed() and self._registry.route(item.shortcode, item.text):
+            self._route(delivery)
+            return
+        keyword = first_word(item.text)
         detail = f"no client for shortcode {item.shortcode}" + (
             f" and keyword {keyword!r}" if keyword else ""
         )
-        event = Event(
-            EventKind.OUTCOME, time.time(), {"outcome": OutcomeKind.UNROUTABLE.value, "detail": detail}
-        )
-        await self._journal.apply([Change(item.id, [event], State.UNROUTABLE, expect=_PENDING)])
+        await self._record_outcome(delivery, OutcomeKind.UNROUTABLE, detail)
         self._metrics.unroutable.inc()
-        await delivery.ack()
 
     async def _resume(self, delivery: Delivery) -> None:
         """A redelivered MO: look at the journal first, then do only what is left."""
         item = delivery.item
-        record = await self._journal.get(item.id)
+        record = await self._store.get(item.id)
         if record is None:
             log.warning("queued message %s is not in the journal; dropping the queue entry", item.id)
             await delivery.ack()
@@ -216,33 +234,30 @@ class Dispatcher:
         if record.state in FINAL_STATES:
             await delivery.ack()
             return
-        if record.state is State.ANSWERED and record.reply_text is not None:
-            await self._journal.apply(
-                [Change(item.id, [Event(EventKind.RECOVERED, time.time(), {"resume": "reply"})])]
-            )
-            await self._send_reply(item, record.reply_text)
+        if record.state in (State.ANSWERED, State.REPLYING):
+            if not self._replier.holds(item.id):  # else it is being replied to here already
+                self._replier.resume(record)
             await delivery.ack()
             return
-        await self._journal.apply(
-            [Change(item.id, [Event(EventKind.RECOVERED, time.time(), {"resume": "dispatch"})])]
-        )
-        self._route(_Fresh(delivery))
+        event = Event(EventKind.RECOVERED, self._clock(), {"resume": "dispatch"})
+        (still_queued,) = await self._store.apply([Change(item.id, event)])
+        if not still_queued:  # finished meanwhile (another node)
+            await delivery.ack()
+            return
+        self._route(_Fresh(delivery), first=True)
 
     # ------------------------------------------------------------------ one callback
 
     async def _dispatch(self, delivery: Delivery, client: ClientRecord) -> None:
-        item = delivery.item
+        item: Message = delivery.item
         metrics = self._metrics
-        mo = InboundMO(
-            shortcode=item.shortcode,
-            msisdn=item.msisdn,
-            message=item.message,
-            sender=Sender(item.cc, item.ndc, item.sn, item.operator, item.circle),
-            received_at=datetime.fromtimestamp(item.received_at, UTC),
-        )
-        body = callback_body(mo, "s" if client.tsunix_unit == "s" else "ms")
+        body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms")
         headers = callback_headers(client.token, item.id, self._user_agent_version)
-        routed_at = time.time()
+        routed_at = self._clock()
+        if client.signing_secret:
+            # Signed at each dispatch (a replay or a retry after a restart gets a fresh timestamp), with
+            # the previous secret too during a rotation's grace period.
+            headers.update(signature_headers(client.signing_secrets(routed_at), int(routed_at), body))
         gauge, latency = self._client_metrics(client.id)
         async with self._global:
             gauge.inc()
@@ -282,22 +297,16 @@ class Dispatcher:
             attempts.append(data)
         reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms)
         outcome_data.update(routed_at=routed_at, client_id=client.id, client=client.name, attempts=attempts)
-        events = [Event(EventKind.OUTCOME, time.time(), outcome_data)]
-
-        (applied,) = await self._journal.apply(
-            [
-                Change(
-                    item.id,
-                    events,
-                    state_for_outcome(outcome.kind),
-                    expect=_PENDING,
-                    client_id=client.id,
-                    reply_text=reply_text,
-                )
-            ]
+        answered_at = self._clock()
+        change = Change(
+            item.id,
+            Event(EventKind.OUTCOME, answered_at, outcome_data),
+            client_id=client.id,
+            reply_text=reply_text,
         )
+        (applied,) = await self._store.apply([change])
         if applied and reply_text is not None:
-            await self._send_reply(item, reply_text)
+            self._replier.send(item, reply_text, client_id=client.id, answered_at=answered_at)
         await delivery.ack()
 
     def _outcome_data(self, outcome: Outcome, elapsed_ms: float) -> tuple[str | None, dict[str, Any]]:
@@ -316,48 +325,9 @@ class Dispatcher:
             self._metrics.reply_truncated.inc()
         return text, data
 
-    # ------------------------------------------------------------------ the reply
 
-    async def _send_reply(self, item: QueuedMO, text: str) -> None:
-        channel = self._replies.channel_for(item.origin)
-        reply = Reply(item.id, item.shortcode, item.msisdn, text, item.origin, item.operator)
-        backoff = _REPLY_FIRST_BACKOFF_S
-        error: ReplyError | None = None
-        for attempt in range(1, _REPLY_TRIES + 1):
-            try:
-                submitted = await channel.send(reply)
-            except ReplyError as exc:
-                error = exc
-                if not exc.retryable or attempt == _REPLY_TRIES:
-                    break
-                await asyncio.sleep(backoff)
-                backoff *= 2
-                continue
-            except Exception as exc:  # a channel bug must not lose the record of the failure
-                log.exception("reply channel %s failed", channel.name)
-                error = ReplyError(f"{type(exc).__name__}: {exc}")
-                break
-            event = Event(
-                EventKind.REPLY_SUBMITTED,
-                time.time(),
-                {
-                    "channel": submitted.channel,
-                    "parts": submitted.parts,
-                    "refs": list(submitted.refs),
-                    "detail": submitted.detail,
-                    "tries": attempt,
-                },
-            )
-            await self._journal.apply(
-                [Change(item.id, [event], State.REPLIED, expect=_ANSWERED, reply_refs=submitted.refs)]
-            )
-            self._reply_counter(channel.name, "submitted").inc()
-            self._metrics.end_to_end.observe(max(0.0, time.time() - item.received_at))
-            return
-        assert error is not None
-        event = Event(EventKind.REPLY_FAILED, time.time(), {"channel": channel.name, "detail": error.detail})
-        await self._journal.apply([Change(item.id, [event], State.REPLY_FAILED, expect=_ANSWERED)])
-        self._reply_counter(channel.name, "failed").inc()
+def _whole_cap(client: ClientRecord) -> int:
+    return client.max_concurrency
 
 
 class _Fresh:

@@ -40,8 +40,17 @@ class Metrics:
         self.replies = Counter(
             "mogateway_replies", "Replies by channel and result", ["channel", "result"], registry=r
         )
+        self.replies_waiting = Gauge(
+            "mogateway_replies_waiting", "Replies waiting for a channel that can take them", registry=r
+        )
         self.reply_truncated = Counter(
             "mogateway_replies_truncated", "Replies cut to the configured number of parts", registry=r
         )
         self.queue_lag = Gauge("mogateway_queue_lag", "MOs waiting for dispatch on this node", registry=r)
         self.unroutable = Counter("mogateway_mo_unroutable", "MOs with no client for them", registry=r)
+        self.dlt_replies = Counter(
+            "mogateway_dlt_replies",
+            "Replies of clients with DLT settings, by client and result (matched, unmatched, blocked)",
+            ["client", "result"],
+            registry=r,
+        )

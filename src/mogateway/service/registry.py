@@ -1,9 +1,12 @@
-"""The client registry: which application gets which MO, and the table it routes with.
+"""The client registry: the client applications in memory, kept in step with the journal.
 
-Routing: the shortcode, then the first word of the message as a keyword (case-insensitive). A client
-with keywords receives only those keywords on its shortcodes; a client without keywords is the default
-for its shortcodes. The most specific match wins. Two clients may not claim the same (shortcode, keyword)
-pair, nor both be the default of one shortcode.
+The routing rules themselves are ``core.clients``; this module keeps the table current (every node
+picks up the others' changes within ``refresh_s``) and serialises changes so that two registrations
+cannot both claim one route.
+
+Signing secrets: a client that signs has one current secret; rotating it keeps the previous one signing
+next to it for a grace period (the ``signing_grace_s`` setting), so the application can switch without
+refusing a callback. Rotating again during a grace period ends it: at most two secrets ever sign.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from mogateway.storage.journal import ClientRecord, Journal
+from mogateway.core.clients import ClientRecord, RoutingTable, conflict, first_word
+from mogateway.core.ports import ClientStore, SecretKeyError
 
-__all__ = ["ClientConflict", "Registry", "first_word", "new_client_token"]
+__all__ = ["ClientConflict", "NotSigning", "Registry", "first_word", "new_client_token", "new_signing_secret"]
 
 log = logging.getLogger(__name__)
 
@@ -32,47 +37,45 @@ def new_client_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_signing_secret() -> str:
+    """A secret to sign a client's callbacks with: 256 random bits, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
+class NotSigning(ValueError):
+    """A signing-secret rotation for a client that does not sign its callbacks."""
+
+
+def _without_expired_grace(client: ClientRecord, now: float) -> ClientRecord:
+    # A previous secret whose grace is over signs nothing any more: do not keep it.
+    if client.previous_signing_secret and not client.in_signing_grace(now):
+        return replace(client, previous_signing_secret="", previous_signing_until=0.0)
+    return client
+
+
 def _new_client_id() -> str:
     return "cl_" + base64.b32encode(os.urandom(10)).decode("ascii").lower()
-
-
-def first_word(message: str) -> str:
-    """The routing keyword of a message: its first word, case-folded ("" for an empty message)."""
-    parts = message.split(maxsplit=1)
-    return parts[0].casefold() if parts else ""
-
-
-Route = tuple[str, str | None]
-
-
-def _routes(client: ClientRecord) -> list[Route]:
-    keywords: list[str | None] = [k.casefold() for k in client.keywords] or [None]
-    return [(sc, kw) for sc in client.shortcodes for kw in keywords]
 
 
 class Registry:
     """Clients in memory, kept in step with the journal."""
 
-    def __init__(self, journal: Journal, refresh_s: float = 2.0) -> None:
+    def __init__(self, journal: ClientStore, refresh_s: float = 2.0) -> None:
         self._journal = journal
         self._clients: dict[str, ClientRecord] = {}
-        self._table: dict[Route, ClientRecord] = {}
+        self._table = RoutingTable()
         self._version = -1.0
         self._refresh_s = refresh_s
         self._lock = asyncio.Lock()
-        self.on_change: list[object] = []
+        #: Awaited after every change this registry makes: the worker processes of one gateway tell
+        #: each other here, so that a client registered on one routes on all before the call returns.
+        self.on_change: Callable[[], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ routing (hot path)
 
     def route(self, shortcode: str, message: str) -> ClientRecord | None:
         """The client for an MO, or None when nobody is registered for it."""
-        table = self._table
-        if not table:
-            return None
-        client = table.get((shortcode, first_word(message)))
-        if client is None:
-            client = table.get((shortcode, None))
-        return client
+        return self._table.route(shortcode, message)
 
     def get(self, client_id: str) -> ClientRecord | None:
         return self._clients.get(client_id)
@@ -83,18 +86,28 @@ class Registry:
     # ------------------------------------------------------------------ keeping in step
 
     def _rebuild(self, clients: list[ClientRecord]) -> None:
-        table: dict[Route, ClientRecord] = {}
-        for client in sorted(clients, key=lambda c: c.created_at):
-            for route in _routes(client):
-                table.setdefault(route, client)
         self._clients = {c.id: c for c in clients}
-        self._table = table
+        self._table = RoutingTable(clients)
 
     async def load(self) -> None:
         """Read every client from the journal."""
         version = await self._journal.clients_version()
         self._rebuild(await self._journal.list_clients())
         self._version = version
+
+    async def refresh_if_changed(self) -> bool:
+        """Read the clients again if another node or worker changed one since the last read; whether
+        anything was read (one small query when nothing changed)."""
+        if await self._journal.clients_version() == self._version:
+            return False
+        async with self._lock:
+            await self.load()
+        return True
+
+    async def reload(self) -> None:
+        """Read every client again now (another worker changed one)."""
+        async with self._lock:
+            await self.load()
 
     async def refresh_forever(self) -> None:
         """Pick up changes other nodes made (cheap: one small query per period)."""
@@ -104,23 +117,21 @@ class Registry:
                 if await self._journal.clients_version() != self._version:
                     async with self._lock:
                         await self.load()
+            except SecretKeyError as exc:  # another node wrote with a key this one lacks: say it in one line
+                log.error("client registry refresh failed: %s", exc)
             except Exception:  # a journal hiccup must not kill routing
                 log.exception("client registry refresh failed")
 
     # ------------------------------------------------------------------ changes
 
     def _check_conflicts(self, candidate: ClientRecord) -> None:
-        for route in _routes(candidate):
-            owner = self._table.get(route)
-            if owner is not None and owner.id != candidate.id:
-                shortcode, keyword = route
-                what = (
-                    f"keyword {keyword!r} on shortcode {shortcode}" if keyword else f"shortcode {shortcode}"
-                )
-                raise ClientConflict(f"{what} already belongs to client {owner.id} ({owner.name})")
+        why = conflict(self._table, candidate)
+        if why is not None:
+            raise ClientConflict(why)
 
     async def add(self, client: ClientRecord) -> ClientRecord:
         async with self._lock:
+            await self.load()  # judge conflicts against what every node and worker wrote so far
             now = time.time()
             client = replace(
                 client,
@@ -132,15 +143,42 @@ class Registry:
             self._check_conflicts(client)
             await self._journal.put_client(client)
             await self.load()
-            return client
+        await self._changed()
+        return client
 
     async def update(self, client: ClientRecord) -> ClientRecord:
         async with self._lock:
-            client = replace(client, updated_at=max(time.time(), client.updated_at + 1e-6))
+            await self.load()
+            now = time.time()
+            client = replace(
+                _without_expired_grace(client, now), updated_at=max(now, client.updated_at + 1e-6)
+            )
             self._check_conflicts(client)
             await self._journal.put_client(client)
             await self.load()
-            return client
+        await self._changed()
+        return client
+
+    async def change(
+        self, client_id: str, edit: Callable[[ClientRecord], ClientRecord]
+    ) -> ClientRecord | None:
+        """Apply ``edit`` to the journal's current copy of a client, under the registry's lock, so two
+        changes made on this node never lose each other (None: no such client). ``edit`` may raise, and
+        returns ``current`` itself to change nothing (nothing is written then)."""
+        async with self._lock:
+            await self.load()
+            current = await self._journal.get_client(client_id)
+            if current is None:
+                return None
+            edited = edit(current)
+            if edited is current:
+                return current
+            client = replace(edited, updated_at=max(time.time(), current.updated_at + 1e-6))
+            self._check_conflicts(client)
+            await self._journal.put_client(client)
+            await self.load()
+        await self._changed()
+        return client
 
     async def rotate_token(self, client_id: str) -> ClientRecord | None:
         current = self._clients.get(client_id)
@@ -148,8 +186,34 @@ class Registry:
             return None
         return await self.update(replace(current, token=new_client_token()))
 
+    async def rotate_signing_secret(self, client_id: str, grace_s: float) -> ClientRecord | None:
+        """A new signing secret; the current one keeps signing next to it for ``grace_s`` seconds.
+
+        None for an unknown client; NotSigning when the client does not sign its callbacks.
+        """
+        current = self._clients.get(client_id)
+        if current is None:
+            return None
+        if not current.signing_secret:
+            raise NotSigning(f"client {client_id} does not sign its callbacks")
+        rotated = replace(
+            current,
+            signing_secret=new_signing_secret(),
+            previous_signing_secret=current.signing_secret if grace_s > 0 else "",
+            previous_signing_until=time.time() + grace_s if grace_s > 0 else 0.0,
+        )
+        return await self.update(rotated)
+
     async def remove(self, client_id: str) -> bool:
         async with self._lock:
             removed = await self._journal.delete_client(client_id)
             await self.load()
-            return removed
+        await self._changed()
+        return removed
+
+    async def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                await self.on_change()
+            except Exception:  # the others pick the change up within refresh_s anyway
+                log.exception("could not tell the other workers about a client change")

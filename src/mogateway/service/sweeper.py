@@ -2,9 +2,12 @@
 
 With a shared work queue, a node can die after the journal committed an MO (and its source was
 acknowledged) but before the MO was published. Nobody would dispatch it. Every node therefore sweeps,
-every ``sweep_interval_s``, the oldest unfinished MOs unchanged for ``sweep_after_s``, and publishes
-them again, marked as recovered (the dispatcher checks the journal first). Publishing again must not
-make a second live copy of an MO, so:
+every ``sweep_interval_s``, one page of the unfinished MOs unchanged for ``sweep_after_s``, and
+publishes them again, marked as recovered (the dispatcher checks the journal first). Pages follow the
+primary key from where the previous round stopped and start again at the beginning after the last one,
+so every unfinished MO is looked at within a few rounds however large the backlog is (a page read
+oldest-first would look at the same legitimately waiting MOs forever). Publishing again must not make a
+second live copy of an MO, so:
 
 1. An MO stored less than the duplicate window ago is simply published: if it was published before,
    JetStream still remembers its ``Nats-Msg-Id`` and drops the copy.
@@ -13,6 +16,11 @@ make a second live copy of an MO, so:
    window. Its ``updated_at`` is moved first, with a compare-and-set that it is still unfinished, so a
    later sweep judges against this publish; two nodes doing this at once publish the same
    ``Nats-Msg-Id`` moments apart, and JetStream keeps one.
+3. An MO with its answer recorded (``answered``, ``replying``) left the stream when its outcome was
+   recorded; the node sending its reply touches its row while it holds it (``service.replier``), so
+   one unchanged for ``sweep_after_s`` has no live holder. It is published again at once, under a new
+   ``Nats-Msg-Id`` (its id and its last change: two nodes sweeping it together publish the same one),
+   after the same compare-and-set. Whoever takes it finishes the reply (``Replier.resume``).
 """
 
 from __future__ import annotations
@@ -22,23 +30,23 @@ import logging
 import time
 from typing import Any, Protocol
 
-from mogateway.core.timeline import EventKind, State
-from mogateway.queue.base import QueuedMO
-from mogateway.storage.journal import Change, Event, Journal, MessageRecord
+from mogateway.core.message import Message
+from mogateway.core.ports import MessageRecord, MessageStore
+from mogateway.core.timeline import Change, Event, EventKind, State
 
 __all__ = ["Sweeper"]
 
 log = logging.getLogger(__name__)
 
-_UNFINISHED = frozenset({State.QUEUED, State.DISPATCHING, State.ANSWERED})
 #: Clock skew and publish latency allowed for between nodes, NATS and the database.
 _MARGIN_S = 5.0
+_ANSWERED = frozenset({State.ANSWERED, State.REPLYING})
 
 
 class SweptQueue(Protocol):
     """What the sweeper needs from the queue (``JetStreamQueue`` has it)."""
 
-    async def put(self, items: list[QueuedMO], redelivered: bool = False) -> None: ...
+    async def put(self, items: list[Message], redelivered: bool = False, *, generation: str = "") -> None: ...
 
     async def oldest_pending(self) -> Any: ...
 
@@ -48,9 +56,8 @@ class Sweeper:
 
     def __init__(
         self,
-        journal: Journal,
+        journal: MessageStore,
         queue: SweptQueue,
-        to_queued: Any,
         *,
         after_s: float,
         interval_s: float,
@@ -59,12 +66,12 @@ class Sweeper:
     ) -> None:
         self._journal = journal
         self._queue = queue
-        self._to_queued = to_queued
         self.after_s = after_s
         self.interval_s = interval_s
         self.window_s = duplicate_window_s
         self.page = page
         self.published = 0
+        self._after = ""  # the last id of the previous page: the next round goes on from there
 
     async def run_forever(self) -> None:
         while True:
@@ -79,23 +86,38 @@ class Sweeper:
     async def sweep_once(self) -> int:
         """One round; returns how many MOs were published again."""
         now = time.time()
-        records = await self._journal.unfinished(self.page, older_than=now - self.after_s)
+        records = await self._journal.unfinished(self.page, after=self._after, older_than=now - self.after_s)
+        self._after = records[-1].id if len(records) == self.page else ""
         if not records:
             return 0
-        recent = [r for r in records if now - r.stored_at < self.window_s - _MARGIN_S]
-        old = [r for r in records if now - r.stored_at >= self.window_s - _MARGIN_S]
-        stranded = await self._not_in_stream(old) if old else []
-        if stranded:
-            event = Event(EventKind.RECOVERED, now, {"resume": "republish"})
-            applied = await self._journal.apply([Change(r.id, [event], expect=_UNFINISHED) for r in stranded])
-            stranded = [r for r, ok in zip(stranded, applied, strict=True) if ok]
-        chosen = recent + stranded
-        if chosen:
-            await self._queue.put([self._to_queued(r) for r in chosen], redelivered=True)
-            self.published += len(chosen)
-            if stranded:
-                log.info("sweeper: published %d stranded messages again", len(stranded))
-        return len(chosen)
+        replies = [r for r in records if r.state in _ANSWERED]
+        queued = [r for r in records if r.state not in _ANSWERED]
+        recent = [r for r in queued if now - r.stored_at < self.window_s - _MARGIN_S]
+        old = [r for r in queued if now - r.stored_at >= self.window_s - _MARGIN_S]
+        stranded = await self._moved(await self._not_in_stream(old) if old else [], now)
+        if recent or stranded:
+            await self._queue.put([r.message for r in recent + stranded], redelivered=True)
+        orphaned = await self._moved(replies, now)
+        for r in orphaned:  # a generation per MO: each has its own last change
+            await self._queue.put([r.message], redelivered=True, generation=f"r{int(r.updated_at * 1000)}")
+        published = len(recent) + len(stranded) + len(orphaned)
+        self.published += published
+        if stranded or orphaned:
+            log.info(
+                "sweeper: published %d stranded messages and %d unsent replies again",
+                len(stranded),
+                len(orphaned),
+            )
+        return published
+
+    async def _moved(self, records: list[MessageRecord], now: float) -> list[MessageRecord]:
+        """Those of ``records`` still unfinished, their updated_at moved (a compare-and-set in
+        core.timeline's terms: recovered), so the next sweep judges against this publish."""
+        if not records:
+            return []
+        event = Event(EventKind.RECOVERED, now, {"resume": "republish"})
+        applied = await self._journal.apply([Change(r.id, event) for r in records])
+        return [r for r, ok in zip(records, applied, strict=True) if ok]
 
     async def _not_in_stream(self, records: list[MessageRecord]) -> list[MessageRecord]:
         try:

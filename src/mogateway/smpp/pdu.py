@@ -3,12 +3,12 @@
 Rules stated before the code:
 
 * A PDU is a 16-byte header (command_length, command_id, command_status, sequence_number, big-endian
-  unsigned 32-bit) followed by a body. ``command_length`` counts the header too.
+  unsigned 32-bit; see :mod:`mogateway.smpp.constants`) followed by a body. ``command_length`` counts
+  the header too.
 * Every PDU here is a small frozen dataclass; :func:`encode` turns it into bytes and :func:`decode` turns
-  one complete PDU back. :class:`Framer` cuts a byte stream into PDUs and never raises.
-* Optional parameters (TLVs) are kept as raw :class:`Tlv` values **in the order they arrived**; known
-  tags have names and typed readers, unknown and vendor tags (e.g. India's DLT 0x1400/0x1401) are passed
-  through byte for byte in both directions.
+  one complete PDU back (:mod:`mogateway.smpp.framer` cuts a stream into complete PDUs).
+* Optional parameters are kept as raw :class:`~mogateway.smpp.tlv.Tlv` values in the order they arrived
+  (:mod:`mogateway.smpp.tlv`).
 * Malformed input raises :class:`PduError` carrying the SMPP status to answer in a generic_nack (or in
   the response), and whether the stream can continue (``fatal``: the framing itself is lost).
 * Responses with a non-zero status may arrive with an empty body (SMPP 3.4 §3.3); they decode to the
@@ -18,206 +18,32 @@ Rules stated before the code:
 from __future__ import annotations
 
 import enum
-import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Final, TypeAlias
 
+from mogateway.smpp.constants import HEADER, HEADER_LENGTH, CommandId, Status
+from mogateway.smpp.tlv import Tlv, decode_tlvs, encode_tlvs, find_tlv
+
 __all__ = [
-    "DEFAULT_MAX_PDU_LENGTH",
-    "HEADER_LENGTH",
     "Bind",
     "BindMode",
     "BindResp",
-    "CommandId",
     "DeliverSm",
     "DeliverSmResp",
     "EnquireLink",
     "EnquireLinkResp",
-    "Framer",
     "GenericNack",
     "Pdu",
     "PduError",
-    "Status",
     "SubmitSm",
     "SubmitSmResp",
-    "Tlv",
-    "TlvTag",
     "Unbind",
     "UnbindResp",
     "decode",
     "encode",
-    "find_tlv",
     "response_class",
     "with_sequence",
 ]
-
-HEADER_LENGTH: Final = 16
-#: Longest PDU accepted by default: a full 64 KiB message_payload plus headroom.
-DEFAULT_MAX_PDU_LENGTH: Final = 70_000
-_HEADER: Final = struct.Struct(">IIII")
-
-
-class CommandId(enum.IntEnum):
-    """The command ids this codec speaks (responses have bit 31 set)."""
-
-    GENERIC_NACK = 0x80000000
-    BIND_RECEIVER = 0x00000001
-    BIND_RECEIVER_RESP = 0x80000001
-    BIND_TRANSMITTER = 0x00000002
-    BIND_TRANSMITTER_RESP = 0x80000002
-    SUBMIT_SM = 0x00000004
-    SUBMIT_SM_RESP = 0x80000004
-    DELIVER_SM = 0x00000005
-    DELIVER_SM_RESP = 0x80000005
-    UNBIND = 0x00000006
-    UNBIND_RESP = 0x80000006
-    BIND_TRANSCEIVER = 0x00000009
-    BIND_TRANSCEIVER_RESP = 0x80000009
-    ENQUIRE_LINK = 0x00000015
-    ENQUIRE_LINK_RESP = 0x80000015
-
-
-class Status(enum.IntEnum):
-    """SMPP 3.4 command_status values (§5.1.3) the gateway sends or acts on."""
-
-    ESME_ROK = 0x00
-    ESME_RINVMSGLEN = 0x01
-    ESME_RINVCMDLEN = 0x02
-    ESME_RINVCMDID = 0x03
-    ESME_RINVBNDSTS = 0x04
-    ESME_RALYBND = 0x05
-    ESME_RINVPRTFLG = 0x06
-    ESME_RINVREGDLVFLG = 0x07
-    ESME_RSYSERR = 0x08
-    ESME_RINVSRCADR = 0x0A
-    ESME_RINVDSTADR = 0x0B
-    ESME_RINVMSGID = 0x0C
-    ESME_RBINDFAIL = 0x0D
-    ESME_RINVPASWD = 0x0E
-    ESME_RINVSYSID = 0x0F
-    ESME_RMSGQFUL = 0x14
-    ESME_RINVSERTYP = 0x15
-    ESME_RINVESMCLASS = 0x43
-    ESME_RSUBMITFAIL = 0x45
-    ESME_RINVSRCTON = 0x48
-    ESME_RINVSRCNPI = 0x49
-    ESME_RINVDSTTON = 0x50
-    ESME_RINVDSTNPI = 0x51
-    ESME_RINVSYSTYP = 0x53
-    ESME_RTHROTTLED = 0x58
-    ESME_RINVSCHED = 0x61
-    ESME_RINVEXPIRY = 0x62
-    ESME_RX_T_APPN = 0x64
-    ESME_RX_P_APPN = 0x65
-    ESME_RX_R_APPN = 0x66
-    ESME_RINVOPTPARSTREAM = 0xC0
-    ESME_ROPTPARNOTALLWD = 0xC1
-    ESME_RINVPARLEN = 0xC2
-    ESME_RMISSINGOPTPARAM = 0xC3
-    ESME_RINVOPTPARAMVAL = 0xC4
-    ESME_RDELIVERYFAILURE = 0xFE
-    ESME_RUNKNOWNERR = 0xFF
-
-    @classmethod
-    def describe(cls, value: int) -> str:
-        """``ESME_RTHROTTLED (0x58)`` for known values, ``0x1234`` for vendor ones."""
-        try:
-            return f"{cls(value).name} (0x{value:02X})"
-        except ValueError:
-            return f"0x{value:08X}"
-
-
-class TlvTag(enum.IntEnum):
-    """Optional parameter tags of SMPP 3.4 §5.3.2 (plus the India DLT tags most operators use)."""
-
-    DEST_ADDR_SUBUNIT = 0x0005
-    DEST_NETWORK_TYPE = 0x0006
-    DEST_BEARER_TYPE = 0x0007
-    DEST_TELEMATICS_ID = 0x0008
-    SOURCE_ADDR_SUBUNIT = 0x000D
-    SOURCE_NETWORK_TYPE = 0x000E
-    SOURCE_BEARER_TYPE = 0x000F
-    SOURCE_TELEMATICS_ID = 0x0010
-    QOS_TIME_TO_LIVE = 0x0017
-    PAYLOAD_TYPE = 0x0019
-    ADDITIONAL_STATUS_INFO_TEXT = 0x001D
-    RECEIPTED_MESSAGE_ID = 0x001E
-    MS_MSG_WAIT_FACILITIES = 0x0030
-    PRIVACY_INDICATOR = 0x0201
-    SOURCE_SUBADDRESS = 0x0202
-    DEST_SUBADDRESS = 0x0203
-    USER_MESSAGE_REFERENCE = 0x0204
-    USER_RESPONSE_CODE = 0x0205
-    SOURCE_PORT = 0x020A
-    DESTINATION_PORT = 0x020B
-    SAR_MSG_REF_NUM = 0x020C
-    LANGUAGE_INDICATOR = 0x020D
-    SAR_TOTAL_SEGMENTS = 0x020E
-    SAR_SEGMENT_SEQNUM = 0x020F
-    SC_INTERFACE_VERSION = 0x0210
-    CALLBACK_NUM_PRES_IND = 0x0302
-    CALLBACK_NUM_ATAG = 0x0303
-    NUMBER_OF_MESSAGES = 0x0304
-    CALLBACK_NUM = 0x0381
-    DPF_RESULT = 0x0420
-    SET_DPF = 0x0421
-    MS_AVAILABILITY_STATUS = 0x0422
-    NETWORK_ERROR_CODE = 0x0423
-    MESSAGE_PAYLOAD = 0x0424
-    DELIVERY_FAILURE_REASON = 0x0425
-    MORE_MESSAGES_TO_SEND = 0x0426
-    MESSAGE_STATE = 0x0427
-    USSD_SERVICE_OP = 0x0501
-    DISPLAY_TIME = 0x1201
-    SMS_SIGNAL = 0x1203
-    MS_VALIDITY = 0x1204
-    ALERT_ON_MESSAGE_DELIVERY = 0x130C
-    ITS_REPLY_TYPE = 0x1380
-    ITS_SESSION_INFO = 0x1383
-    # India DLT (vendor range; the exact tags are per operator, these are the common ones).
-    DLT_PE_ID = 0x1400
-    DLT_TEMPLATE_ID = 0x1401
-
-
-# How the value of each known tag is read: an unsigned integer of n bytes, a C-string, or octets.
-_TLV_INT_SIZES: Final[dict[int, int]] = {
-    TlvTag.DEST_ADDR_SUBUNIT: 1,
-    TlvTag.DEST_NETWORK_TYPE: 1,
-    TlvTag.DEST_BEARER_TYPE: 1,
-    TlvTag.SOURCE_ADDR_SUBUNIT: 1,
-    TlvTag.SOURCE_NETWORK_TYPE: 1,
-    TlvTag.SOURCE_BEARER_TYPE: 1,
-    TlvTag.SOURCE_TELEMATICS_ID: 1,
-    TlvTag.DEST_TELEMATICS_ID: 2,
-    TlvTag.QOS_TIME_TO_LIVE: 4,
-    TlvTag.PAYLOAD_TYPE: 1,
-    TlvTag.MS_MSG_WAIT_FACILITIES: 1,
-    TlvTag.PRIVACY_INDICATOR: 1,
-    TlvTag.USER_MESSAGE_REFERENCE: 2,
-    TlvTag.USER_RESPONSE_CODE: 1,
-    TlvTag.SOURCE_PORT: 2,
-    TlvTag.DESTINATION_PORT: 2,
-    TlvTag.SAR_MSG_REF_NUM: 2,
-    TlvTag.LANGUAGE_INDICATOR: 1,
-    TlvTag.SAR_TOTAL_SEGMENTS: 1,
-    TlvTag.SAR_SEGMENT_SEQNUM: 1,
-    TlvTag.SC_INTERFACE_VERSION: 1,
-    TlvTag.CALLBACK_NUM_PRES_IND: 1,
-    TlvTag.NUMBER_OF_MESSAGES: 1,
-    TlvTag.DPF_RESULT: 1,
-    TlvTag.SET_DPF: 1,
-    TlvTag.MS_AVAILABILITY_STATUS: 1,
-    TlvTag.DELIVERY_FAILURE_REASON: 1,
-    TlvTag.MORE_MESSAGES_TO_SEND: 1,
-    TlvTag.MESSAGE_STATE: 1,
-    TlvTag.USSD_SERVICE_OP: 1,
-    TlvTag.DISPLAY_TIME: 1,
-    TlvTag.SMS_SIGNAL: 2,
-    TlvTag.MS_VALIDITY: 1,
-    TlvTag.ITS_REPLY_TYPE: 1,
-}
-_TLV_CSTRINGS: Final = frozenset({TlvTag.ADDITIONAL_STATUS_INFO_TEXT, TlvTag.RECEIPTED_MESSAGE_ID})
 
 
 class PduError(ValueError):
@@ -242,63 +68,6 @@ class PduError(ValueError):
         self.sequence = sequence
         self.command_id = command_id
         self.fatal = fatal
-
-
-@dataclass(frozen=True, slots=True)
-class Tlv:
-    """One optional parameter: a 16-bit tag and its raw value, kept exactly as received."""
-
-    tag: int
-    value: bytes
-
-    @property
-    def name(self) -> str:
-        """The SMPP name of the tag (``message_payload``), or ``0x1400`` for vendor tags."""
-        try:
-            return TlvTag(self.tag).name.lower()
-        except ValueError:
-            return f"0x{self.tag:04X}"
-
-    def as_int(self) -> int:
-        """The value as a big-endian unsigned integer (for integer tags)."""
-        if not self.value or len(self.value) > 4:
-            raise ValueError(f"{self.name}: {len(self.value)} bytes is not an integer value")
-        return int.from_bytes(self.value, "big")
-
-    def as_str(self) -> str:
-        """The value as text: the bytes before the first NUL, decoded as ASCII/Latin-1."""
-        return self.value.split(b"\x00", 1)[0].decode("latin-1")
-
-    def decoded(self) -> int | str | bytes:
-        """The value typed by its tag: int for integer tags, str for C-strings, bytes otherwise."""
-        size = _TLV_INT_SIZES.get(self.tag)
-        if size is not None and len(self.value) == size:
-            return self.as_int()
-        if self.tag in _TLV_CSTRINGS:
-            return self.as_str()
-        return self.value
-
-    @classmethod
-    def of_int(cls, tag: int, value: int, size: int | None = None) -> Tlv:
-        """An integer TLV; ``size`` defaults to the tag's size in SMPP 3.4."""
-        width = size or _TLV_INT_SIZES.get(tag)
-        if width is None:
-            raise ValueError(f"give the size of tag 0x{tag:04X}")
-        return cls(tag, value.to_bytes(width, "big"))
-
-    @classmethod
-    def of_str(cls, tag: int, value: str, *, nul: bool = True) -> Tlv:
-        """A text TLV (NUL-terminated C-string unless ``nul`` is False, as vendor tags often are)."""
-        data = value.encode("latin-1")
-        return cls(tag, data + b"\x00" if nul else data)
-
-
-def find_tlv(tlvs: tuple[Tlv, ...], tag: int) -> Tlv | None:
-    """The first TLV with ``tag``, or None."""
-    for tlv in tlvs:
-        if tlv.tag == tag:
-            return tlv
-    return None
 
 
 class BindMode(enum.StrEnum):
@@ -375,20 +144,13 @@ class _Reader:
         return value
 
     def tlvs(self) -> tuple[Tlv, ...]:
-        found: list[Tlv] = []
-        while self.remaining:
-            if self.remaining < 4:
-                raise self.error(Status.ESME_RINVOPTPARSTREAM, f"{self.remaining} stray bytes after TLVs")
-            tag, length = struct.unpack_from(">HH", self.data, self.pos)
-            self.pos += 4
-            if self.remaining < length:
-                raise self.error(
-                    Status.ESME_RINVOPTPARSTREAM,
-                    f"TLV 0x{tag:04X} announces {length} bytes, {self.remaining} present",
-                )
-            found.append(Tlv(tag, self.data[self.pos : self.pos + length]))
-            self.pos += length
-        return tuple(found)
+        """Every TLV from here to the end of the body."""
+        try:
+            found = decode_tlvs(self.data, self.pos)
+        except ValueError as exc:
+            raise self.error(Status.ESME_RINVOPTPARSTREAM, str(exc)) from None
+        self.pos = len(self.data)
+        return found
 
 
 def _cstr(value: str, name: str, max_len: int) -> bytes:
@@ -398,15 +160,6 @@ def _cstr(value: str, name: str, max_len: int) -> bytes:
     if len(data) + 1 > max_len:
         raise ValueError(f"{name} is longer than {max_len - 1} bytes")
     return data + b"\x00"
-
-
-def _tlv_bytes(tlvs: tuple[Tlv, ...]) -> bytes:
-    out = bytearray()
-    for tlv in tlvs:
-        if not 0 <= tlv.tag <= 0xFFFF or len(tlv.value) > 0xFFFF:
-            raise ValueError(f"TLV 0x{tlv.tag:04X} does not fit (tag 16 bits, value at most 65535 bytes)")
-        out += struct.pack(">HH", tlv.tag, len(tlv.value)) + tlv.value
-    return bytes(out)
 
 
 # -------------------------------------------------------------------------------------------- PDUs
@@ -481,7 +234,7 @@ class BindResp:
         return int(_BIND_IDS[self.mode]) | 0x80000000
 
     def body(self) -> bytes:
-        return _cstr(self.system_id, "system_id", 16) + _tlv_bytes(self.tlvs)
+        return _cstr(self.system_id, "system_id", 16) + encode_tlvs(self.tlvs)
 
     @classmethod
     def parse(cls, r: _Reader, command_id: int, status: int) -> BindResp:
@@ -608,7 +361,7 @@ class _ShortMessage:
                     )
                 ),
                 self.short_message,
-                _tlv_bytes(self.tlvs),
+                encode_tlvs(self.tlvs),
             )
         )
 
@@ -817,14 +570,14 @@ def response_class(request: Pdu) -> type[Pdu] | None:
 def encode(pdu: Pdu) -> bytes:
     """The wire bytes of ``pdu`` (raises ValueError when a field does not fit SMPP 3.4)."""
     body = pdu.body()
-    return _HEADER.pack(HEADER_LENGTH + len(body), pdu.command_id, pdu.status, pdu.sequence) + body
+    return HEADER.pack(HEADER_LENGTH + len(body), pdu.command_id, pdu.status, pdu.sequence) + body
 
 
 def decode(data: bytes) -> Pdu:
     """One complete PDU from exactly ``data`` (header included). Raises :class:`PduError`."""
     if len(data) < HEADER_LENGTH:
         raise PduError(Status.ESME_RINVCMDLEN, f"{len(data)} bytes is shorter than a header", fatal=True)
-    length, command_id, status, sequence = _HEADER.unpack_from(data)
+    length, command_id, status, sequence = HEADER.unpack_from(data)
     if length != len(data):
         raise PduError(
             Status.ESME_RINVCMDLEN,
@@ -864,59 +617,3 @@ def with_sequence(pdu: Pdu, sequence: int) -> Pdu:
         set_field(copy, name, getattr(pdu, name))
     set_field(copy, "sequence", sequence)
     return copy
-
-
-class Framer:
-    """Cuts a byte stream into PDUs. ``feed`` never raises: bad PDUs come out as :class:`PduError`.
-
-    A PDU whose header is readable but whose body is bad is skipped (its length is known), so the
-    session carries on after answering generic_nack. A bad ``command_length`` loses the framing: the
-    framer yields one fatal error and ignores everything after it; the connection must be closed.
-    """
-
-    def __init__(self, max_length: int = DEFAULT_MAX_PDU_LENGTH) -> None:
-        self._buffer = bytearray()
-        self._max_length = max_length
-        self.broken = False
-
-    def feed(self, data: bytes) -> list[Pdu | PduError]:
-        """Add received bytes; return every PDU (or error) now complete, in order."""
-        return list(self._events(data))
-
-    def _events(self, data: bytes) -> Iterator[Pdu | PduError]:
-        if self.broken:
-            return
-        self._buffer += data
-        while len(self._buffer) >= HEADER_LENGTH:
-            length, command_id, _status, sequence = _HEADER.unpack_from(self._buffer)
-            if length < HEADER_LENGTH or length > self._max_length:
-                self.broken = True
-                self._buffer.clear()
-                yield PduError(
-                    Status.ESME_RINVCMDLEN,
-                    f"command_length {length} outside {HEADER_LENGTH}..{self._max_length}",
-                    sequence=sequence,
-                    command_id=command_id,
-                    fatal=True,
-                )
-                return
-            if len(self._buffer) < length:
-                return
-            chunk = bytes(self._buffer[:length])
-            del self._buffer[:length]
-            try:
-                yield decode(chunk)
-            except PduError as exc:
-                yield exc
-            except Exception as exc:  # a decoder bug must not take the session down
-                yield PduError(
-                    Status.ESME_RSYSERR,
-                    f"undecodable PDU ({type(exc).__name__})",
-                    sequence=sequence,
-                    command_id=command_id,
-                )
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet part of a complete PDU."""
-        return len(self._buffer)

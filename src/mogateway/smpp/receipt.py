@@ -2,7 +2,8 @@
 
 A receipt is a deliver_sm with esm_class 0x04. The message id is taken from the receipted_message_id
 TLV when present (it is exact), else from the text's ``id:`` field; the state from the message_state
-TLV when present, else from ``stat:``. States map onto the gateway's three outcomes.
+TLV when present, else from ``stat:``. States map onto the gateway's three outcomes. The ``err:`` of a
+receipt that is not ``delivered`` is described when the DLT error table passed in knows it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from datetime import datetime
 from typing import Final, Literal
 
 from mogateway.core.text import decode_short_message
-from mogateway.smpp.pdu import DeliverSm, Tlv, TlvTag, find_tlv
+from mogateway.smpp.constants import TlvTag
+from mogateway.smpp.dlt import DltErrors
+from mogateway.smpp.pdu import DeliverSm
+from mogateway.smpp.tlv import Tlv, find_tlv
 
 __all__ = ["Receipt", "format_receipt_text", "parse_receipt", "receipt_tlvs"]
 
@@ -48,18 +52,21 @@ _FIELD_LOWER: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """What a receipt says. ``outcome`` is None for intermediate states (ENROUTE, ACCEPTD)."""
+    """What a receipt says. ``outcome`` is None for intermediate states (ENROUTE, ACCEPTD);
+    ``dlt_meaning`` is what ``err`` means as a DLT code, when known and the message was not delivered."""
 
     message_id: str
     stat: str
     err: str
     outcome: Outcome | None
     text: str
+    dlt_meaning: str | None = None
 
     @property
     def detail(self) -> str:
-        """A short line for the timeline."""
-        return f"stat:{self.stat} err:{self.err}"
+        """A short line for the timeline, with the meaning of a known DLT error code."""
+        meaning = self.dlt_meaning
+        return f"stat:{self.stat} err:{self.err}" + (f" ({meaning})" if meaning else "")
 
 
 def _fields(text: str) -> dict[str, str]:
@@ -77,8 +84,9 @@ def _fields(text: str) -> dict[str, str]:
     return found
 
 
-def parse_receipt(pdu: DeliverSm) -> Receipt | None:
-    """The receipt in ``pdu``, or None when it names no message id at all."""
+def parse_receipt(pdu: DeliverSm, dlt_errors: DltErrors | None = None) -> Receipt | None:
+    """The receipt in ``pdu``, or None when it names no message id at all; its ``err:`` described from
+    ``dlt_errors`` (None: not described)."""
     text = decode_short_message(pdu.short_message, pdu.data_coding, "latin1").text
     payload = find_tlv(pdu.tlvs, TlvTag.MESSAGE_PAYLOAD)
     if not text and payload is not None:
@@ -92,7 +100,11 @@ def parse_receipt(pdu: DeliverSm) -> Receipt | None:
     stat = fields.get("stat", "").upper()
     if state_tlv is not None and len(state_tlv.value) == 1:
         stat = _STATE_WORDS.get(state_tlv.as_int(), stat or "UNKNOWN")
-    return Receipt(message_id, stat, fields.get("err", ""), _OUTCOMES.get(stat), text)
+    err, outcome = fields.get("err", ""), _OUTCOMES.get(stat)
+    meaning = None
+    if dlt_errors is not None and outcome != "delivered":
+        meaning = dlt_errors.describe_receipt_error(err)
+    return Receipt(message_id, stat, err, outcome, text, meaning)
 
 
 def format_receipt_text(

@@ -27,7 +27,9 @@ from mogateway.core.text import (
     gsm7_septets,
     split_text,
 )
-from mogateway.smpp.pdu import DeliverSm, Tlv, TlvTag, find_tlv
+from mogateway.smpp.constants import TlvTag
+from mogateway.smpp.pdu import DeliverSm
+from mogateway.smpp.tlv import Tlv, find_tlv
 
 __all__ = ["ESM_UDHI", "Segment", "SplitMethod", "choose_alphabet", "join_segments", "mo_part", "plan_reply"]
 

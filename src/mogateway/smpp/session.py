@@ -22,6 +22,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
+from mogateway.smpp.constants import Status
 from mogateway.smpp.pdu import (
     Bind,
     BindMode,
@@ -33,7 +34,6 @@ from mogateway.smpp.pdu import (
     GenericNack,
     Pdu,
     PduError,
-    Status,
     SubmitSm,
     SubmitSmResp,
     Unbind,

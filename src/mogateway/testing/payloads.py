@@ -4,20 +4,26 @@
     response = client.post("/sms", content=body, headers=headers)
 
 Bodies come from :func:`mogateway.core.contract.callback_body` and headers from
-:func:`~mogateway.core.contract.callback_headers`, and ``sender`` is derived from the msisdn as the
-gateway derives it, so a test built on these helpers tests against the real payload.
+:func:`~mogateway.core.contract.callback_headers` (and :func:`~mogateway.core.signing.signature_headers`
+for a signed callback), and ``sender`` is derived from the msisdn as the gateway derives it, so a test
+built on these helpers tests against the real payload.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from mogateway import __version__
 from mogateway.client.message import InboundMessage, parse_message
 from mogateway.core import contract
 from mogateway.core.contract import TsunixUnit
-from mogateway.core.numbering import SenderResolver, normalize_msisdn
+from mogateway.core.message import Message
+from mogateway.core.numbering import normalize_msisdn
+from mogateway.core.signing import signature_headers
+from mogateway.edges.numbering_files import sender_resolver
 
 __all__ = [
     "DEFAULT_MSISDN",
@@ -48,7 +54,8 @@ def make_mo(
     operator: str = "",
     circle: str = "",
     at: datetime | None = None,
-) -> contract.InboundMO:
+    message_id: str = "",
+) -> Message:
     """The MO as the gateway holds it. ``msisdn`` may be in any Indian form ("+91 98123-45678").
 
     Raises ValueError (``NumberRejected``) for a number the gateway would refuse, and for a shortcode
@@ -60,12 +67,13 @@ def make_mo(
     moment = datetime.now(UTC) if at is None else at
     if moment.tzinfo is None:
         raise ValueError("at must be an aware datetime (a naive one has no defined instant)")
-    return contract.InboundMO(
+    return Message(
+        id=message_id,
         shortcode=shortcode,
         msisdn=number,
-        message=message,
-        sender=SenderResolver().sender(number, operator, circle),
-        received_at=moment.astimezone(UTC),
+        text=message,
+        received_at=moment.timestamp(),
+        sender=sender_resolver().sender(number, operator, circle),
     )
 
 
@@ -80,11 +88,22 @@ def make_callback(
     tsunix_unit: TsunixUnit = "ms",
     token: str = DEFAULT_TOKEN,
     message_id: str | None = None,
+    signing_secret: str | Sequence[str] | None = None,
+    signed_at: int | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """``(body, headers)`` of the callback the gateway would POST for this MO."""
+    """``(body, headers)`` of the callback the gateway would POST for this MO.
+
+    With ``signing_secret`` (one, or several newest first as during a rotation) the callback is signed
+    as the gateway signs it, at ``signed_at`` (unix seconds; default now).
+    """
     mo = make_mo(message, msisdn=msisdn, shortcode=shortcode, operator=operator, circle=circle, at=at)
     headers = contract.callback_headers(token, message_id or new_message_id(), __version__)
-    return contract.callback_body(mo, tsunix_unit), headers
+    body = contract.callback_body(mo, tsunix_unit)
+    if signing_secret is not None:
+        secrets = [signing_secret] if isinstance(signing_secret, str) else list(signing_secret)
+        when = int(time.time()) if signed_at is None else signed_at
+        headers.update(signature_headers(secrets, when, body))
+    return body, headers
 
 
 def make_message(

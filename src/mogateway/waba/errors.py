@@ -1,17 +1,29 @@
-"""Typed Graph API errors and the table that says what each one means for a migration.
+"""Typed Graph API errors, the stop of a migration, and what each Graph error means for it.
 
-Meta asks clients to branch on ``code`` (and, for migration errors, ``error_subcode``) and the
-``details`` text, never on titles alone. Several 2388103 variants share one subcode and differ only
-in their title, so the table below matches code, then subcode, then a piece of the text, most
-specific first. Every row carries the message for the user, what to do next, whether the tool may
-retry by itself, and the exit status a script can branch on.
+Rules this file keeps:
+* Meta asks clients to branch on ``code`` (and, for migration errors, ``error_subcode``) and the
+  ``details`` text, never on titles alone. Several 2388103 variants share one subcode and differ
+  only in their title, so a rule matches code, then subcode, then a piece of the text;
+* the rules are data, ``mogateway/data/graph_errors.csv`` (its columns and sources are in
+  ``GRAPH_ERRORS_PROVENANCE.md`` next to it), read once. They are tried in file order, most specific
+  first, and the first match wins. Every row carries the message for the user, what to do next,
+  whether the tool may retry by itself, and the exit status a script can branch on;
+* a code no row matches is UNKNOWN, retried only when Graph flags it ``is_transient`` or answers 5xx;
+* every stop of the flow is a :class:`MigrationStopped` carrying the exit status, the meaning and
+  what to do.
 """
 
 from __future__ import annotations
 
+import csv
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+import functools
+import importlib.resources
+import io
+from dataclasses import dataclass
+from typing import Any, Final
+
+RULES_FILE: Final = "graph_errors.csv"
 
 
 class ExitCode(enum.IntEnum):
@@ -170,7 +182,7 @@ class GraphError(Exception):
         return f"Graph error {ident}{trace}"
 
     def classify(self) -> Classification:
-        """Look this error up in :data:`ERROR_TABLE`."""
+        """Look this error up in the rules (:func:`classify`)."""
         return classify(self)
 
     def __str__(self) -> str:
@@ -199,15 +211,36 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+class MigrationStopped(Exception):
+    """The migration cannot go on now; the state file is saved and says where it stopped."""
+
+    def __init__(
+        self,
+        exit_code: ExitCode,
+        title: str,
+        advice: str = "",
+        *,
+        error: GraphError | TransportError | None = None,
+    ) -> None:
+        super().__init__(title)
+        self.exit_code = exit_code
+        self.title = title
+        self.advice = advice
+        self.error = error
+
+
+# ------------------------------------------------------------------------------ classification
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One row of the table: codes to match, an optional text fragment, and the classification."""
+    """One row of the rules file: codes to match, an optional text fragment, and the classification."""
 
     codes: tuple[int, ...]
     classification: Classification
     subcode: int | None = None
     text: str | None = None
-    code_range: tuple[int, int] | None = field(default=None)
+    code_range: tuple[int, int] | None = None
 
     def matches(self, err: GraphError) -> bool:
         """True when ``err`` is this row's error."""
@@ -221,452 +254,43 @@ class Rule:
         return self.text is None or self.text.lower() in err.text.lower()
 
 
-def _c(kind: Kind, meaning: str, advice: str, retry: Retry, exit_code: ExitCode) -> Classification:
-    return Classification(kind, meaning, advice, retry, exit_code)
+def parse_rules(text: str) -> tuple[Rule, ...]:
+    """Rules from the CSV text of the rules file, in file order; ``ValueError`` names a bad row."""
+    rules = []
+    for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            low, dash, high = row["codes"].partition("-")
+            classification = Classification(
+                Kind[row["kind"]],
+                row["meaning"],
+                row["advice"],
+                Retry[row["retry"]],
+                ExitCode[row["exit_status"]],
+            )
+            rules.append(
+                Rule(
+                    codes=() if dash else tuple(int(code) for code in row["codes"].split()),
+                    classification=classification,
+                    subcode=int(row["subcode"]) if row["subcode"] else None,
+                    text=row["text"] or None,
+                    code_range=(int(low), int(high)) if dash else None,
+                )
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"{RULES_FILE} line {line}: {exc!r}") from None
+        if not (rules[-1].codes or rules[-1].code_range) or not (row["meaning"] and row["advice"]):
+            raise ValueError(f"{RULES_FILE} line {line}: codes, meaning and advice are required")
+    return tuple(rules)
 
 
-_AUTH_ADVICE = (
-    "Create a System User token that never expires, with whatsapp_business_management and "
-    "whatsapp_business_messaging, put it in the token variable, and run the same command again "
-    "(it continues from the state file)."
-)
+@functools.cache
+def error_rules() -> tuple[Rule, ...]:
+    """The shipped rules, read once."""
+    resource = importlib.resources.files("mogateway") / "data" / RULES_FILE
+    return parse_rules(resource.read_text(encoding="utf-8"))
+
+
 _SUPPORT = "If it persists, contact Meta support and quote the fbtrace_id."
-
-# Most specific first: rows with subcode and text, then subcode, then code only.
-ERROR_TABLE: tuple[Rule, ...] = (
-    Rule(
-        (100,),
-        subcode=2388012,
-        classification=_c(
-            Kind.ALREADY_EXISTS,
-            "The number already exists in the destination WABA.",
-            "Resuming with the existing phone number id.",
-            Retry.RESUME,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388091,
-        classification=_c(
-            Kind.NOT_MIGRATING,
-            "The number cannot receive a registration code: it is not being migrated.",
-            "Request the migration first, or use the normal add → verify → register flow for new numbers.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388093,
-        classification=_c(
-            Kind.NOT_MIGRATING,
-            "The number cannot verify a registration code: it is not being migrated.",
-            "Request the migration first, or use the normal add → verify → register flow for new numbers.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="webhooks",
-        classification=_c(
-            Kind.WEBHOOKS_MISSING,
-            "No app is subscribed to webhooks on the destination WABA.",
-            "Subscribing this app to the WABA, then retrying once.",
-            Retry.FIX_THEN_ONCE,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="Cannot migrate phone number",
-        classification=_c(
-            Kind.WEBHOOKS_MISSING,
-            "Meta cannot migrate the number; usually no app is subscribed to the WABA.",
-            "Subscribing this app to the WABA, then retrying once.",
-            Retry.FIX_THEN_ONCE,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="add this phone number",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The number is not registered on any WhatsApp Business account: nothing to migrate.",
-            "Add it as a new number (add → verify → register); no migration is needed. Check the number too.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="Registered name",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The display name is not approved, or a name change is pending at the source.",
-            "Wait for the display name to be approved (WhatsApp Manager › Phone numbers), then run again.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="not set up correctly",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The source WABA (at the old provider) is not set up correctly.",
-            "Ask the old provider to check the source WABA, or contact Meta support.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="payment account",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The destination WABA has no payment method.",
-            "Add a payment method to the destination WABA (Business settings › WhatsApp accounts › Payment), "
-            "then run again.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="different Business Manager",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The number belongs to a different business portfolio than the destination WABA.",
-            "Migrate into a WABA of the same business portfolio.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="Messaging For",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The 'Messaging For' request is not approved.",
-            "The client must accept the Messaging-For request in Business Suite, then run again.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="must be approved",
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The destination WABA is not approved (business verification or WABA review).",
-            "Complete business verification and the WABA review, then run again.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="Two-step",
-        classification=_c(
-            Kind.TWO_STEP_ON,
-            "Two-step verification is still on for this number.",
-            "Ask the owner of the source WABA to turn two-step verification off in WhatsApp Manager and to "
-            "confirm the e-mail Meta sends, then run again.",
-            Retry.NEVER,
-            ExitCode.TWO_STEP,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        text="error migrating",
-        classification=_c(
-            Kind.TRANSIENT,
-            "Meta had an error migrating this number.",
-            "Run again later. " + _SUPPORT,
-            Retry.BACKOFF,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=2388103,
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "Meta refuses to migrate this number.",
-            "Read Meta's text above; fix the cause and run again. " + _SUPPORT,
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        text="must be subscribed",
-        classification=_c(
-            Kind.SUBSCRIBE_BEFORE_OVERRIDE,
-            "The app must be subscribed to the WABA before overriding the callback.",
-            "Subscribing this app to the WABA, then retrying the override once.",
-            Retry.FIX_THEN_ONCE,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        subcode=33,
-        classification=_c(
-            Kind.NOT_FOUND,
-            "The id does not exist or this token cannot see it.",
-            "Check that --waba-id is the destination WABA id (not the business id or a phone number id) "
-            "and that the system user is assigned to that WABA "
-            "(Business settings › System users › Assign assets).",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (100,),
-        classification=_c(
-            Kind.INVALID_PARAMETER,
-            "A parameter was refused.",
-            "Check the value Meta names in the details.",
-            Retry.NEVER,
-            ExitCode.ERROR,
-        ),
-    ),
-    Rule(
-        (2494100,),
-        classification=_c(
-            Kind.TRANSIENT,
-            "The number is in maintenance mode.",
-            "Try again in a few minutes.",
-            Retry.BACKOFF,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (136024,),
-        classification=_c(
-            Kind.CODE_REQUEST_REFUSED,
-            "Meta did not send a registration code.",
-            "Wait before requesting again; try --code-method VOICE; check the line accepts international "
-            "SMS and calls, without IVR or call forwarding.",
-            Retry.NEVER,
-            ExitCode.CODE,
-        ),
-    ),
-    Rule(
-        (136025,),
-        classification=_c(
-            Kind.CODE_REJECTED,
-            "The registration code was refused (wrong or expired).",
-            "Enter the code again, or request a new one (--new-code).",
-            Retry.NEVER,
-            ExitCode.CODE,
-        ),
-    ),
-    Rule(
-        (133006,),
-        classification=_c(
-            Kind.NOT_VERIFIED,
-            "The number must be verified before it is registered.",
-            "Going back to request a registration code.",
-            Retry.RESUME,
-            ExitCode.CODE,
-        ),
-    ),
-    Rule(
-        (133005,),
-        classification=_c(
-            Kind.TWO_STEP_ON,
-            "Two-step verification PIN mismatch: two-step verification is still on.",
-            "Ask the owner of the source WABA to turn two-step verification off in WhatsApp Manager (Meta "
-            "confirms by e-mail), or pass the PIN in use with --pin. Then run again. Each register attempt "
-            "counts toward the limit of 10 per 72 hours, so the tool does not retry by itself.",
-            Retry.NEVER,
-            ExitCode.TWO_STEP,
-        ),
-    ),
-    Rule(
-        (133008,),
-        classification=_c(
-            Kind.PIN_LOCKED,
-            "Too many wrong PIN attempts.",
-            "Wait the time given in the details, then run again.",
-            Retry.NEVER,
-            ExitCode.TWO_STEP,
-        ),
-    ),
-    Rule(
-        (133009,),
-        classification=_c(
-            Kind.PIN_LOCKED,
-            "PIN attempts were too fast.",
-            "Wait the time given in the details, then run again.",
-            Retry.NEVER,
-            ExitCode.TWO_STEP,
-        ),
-    ),
-    Rule(
-        (133015,),
-        classification=_c(
-            Kind.DELETION_PENDING,
-            "The number was deleted recently and the deletion is not complete.",
-            "Waiting 5 minutes, then trying once more.",
-            Retry.WAIT_ONCE,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (133016,),
-        classification=_c(
-            Kind.REGISTER_LIMIT,
-            "More than 10 register/deregister requests in 72 hours: the number is blocked.",
-            "Stop. Do not call register or deregister for 72 hours, then run again.",
-            Retry.NEVER,
-            ExitCode.REGISTER_BLOCKED,
-        ),
-    ),
-    Rule(
-        (133000,),
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "A previous deregistration failed.",
-            "Deregister the number, then run again.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (133010,),
-        classification=_c(
-            Kind.NOT_REGISTERED,
-            "The number is not registered.",
-            "Running the register step.",
-            Retry.RESUME,
-            ExitCode.ERROR,
-        ),
-    ),
-    Rule(
-        (131031,),
-        classification=_c(
-            Kind.POLICY,
-            "The account is locked (for example a PIN mismatch).",
-            "Check the Health Status API and contact Meta support.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (131009,),
-        classification=_c(
-            Kind.INVALID_PARAMETER,
-            "A parameter value is invalid.",
-            "Check the value Meta names in the details.",
-            Retry.NEVER,
-            ExitCode.ERROR,
-        ),
-    ),
-    Rule(
-        (190, 0),
-        classification=_c(
-            Kind.AUTH, "The access token is expired or invalid.", _AUTH_ADVICE, Retry.NEVER, ExitCode.AUTH
-        ),
-    ),
-    Rule(
-        (10,),
-        classification=_c(
-            Kind.PERMISSION,
-            "The token lacks a permission.",
-            "Give the token whatsapp_business_management (and whatsapp_business_messaging) and assign the "
-            "system user to the WABA (Business settings › System users › Assign assets).",
-            Retry.NEVER,
-            ExitCode.AUTH,
-        ),
-    ),
-    Rule(
-        (),
-        code_range=(200, 299),
-        classification=_c(
-            Kind.PERMISSION,
-            "Permission denied; often the system user is not assigned to the WABA.",
-            "Assign the system user to the WABA (Business settings › System users › Assign assets) with full "
-            "control, and check the token's permissions.",
-            Retry.NEVER,
-            ExitCode.AUTH,
-        ),
-    ),
-    Rule(
-        (104,),
-        classification=_c(
-            Kind.AUTH, "No access token reached Graph.", _AUTH_ADVICE, Retry.NEVER, ExitCode.AUTH
-        ),
-    ),
-    Rule(
-        (1, 2, 131000, 133004),
-        classification=_c(
-            Kind.TRANSIENT,
-            "Meta's service had a temporary problem.",
-            "Run again later. " + _SUPPORT,
-            Retry.BACKOFF,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (4, 17, 32, 613, 80007, 80008),
-        classification=_c(
-            Kind.THROTTLED,
-            "Graph is throttling this app or WABA.",
-            "Wait (up to an hour for WABA limits) and run again; the state file keeps your progress.",
-            Retry.BACKOFF,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (),
-        code_range=(80001, 80014),
-        classification=_c(
-            Kind.THROTTLED,
-            "Graph is throttling this business use case.",
-            "Wait and run again; the state file keeps your progress.",
-            Retry.BACKOFF,
-            ExitCode.UNAVAILABLE,
-        ),
-    ),
-    Rule(
-        (368,),
-        classification=_c(
-            Kind.POLICY,
-            "Blocked by Meta for a policy reason.",
-            "Stop and contact Meta support.",
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-    Rule(
-        (200000, 300),
-        classification=_c(
-            Kind.NOT_ELIGIBLE,
-            "The number cannot be added to the WABA.",
-            "Read the details above. " + _SUPPORT,
-            Retry.NEVER,
-            ExitCode.NOT_ELIGIBLE,
-        ),
-    ),
-)
-
 _UNKNOWN = Classification(
     Kind.UNKNOWN, "Graph returned an error this tool does not know.", _SUPPORT, Retry.NEVER, ExitCode.ERROR
 )
@@ -680,11 +304,11 @@ _UNKNOWN_TRANSIENT = Classification(
 
 
 def classify(err: GraphError) -> Classification:
-    """Return the first row of :data:`ERROR_TABLE` matching ``err``.
+    """Return the classification of the first rule matching ``err``.
 
     An unknown code is retried only when Graph itself flags it ``is_transient`` or answers 5xx.
     """
-    for rule in ERROR_TABLE:
+    for rule in error_rules():
         if rule.matches(err):
             return rule.classification
     if err.is_transient or err.http_status >= 500:

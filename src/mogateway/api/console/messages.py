@@ -1,0 +1,146 @@
+"""The Messages page: search (keyset paging through the API's ``next``), one message, replay."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from mogateway.api.console.render import html
+from mogateway.api.console.web import (
+    FINAL_STATES,
+    STATES,
+    guard,
+    not_found,
+    page_context,
+    redirect,
+    session_of,
+    state_of,
+    to_signin,
+)
+
+__all__ = ["router", "summarize"]
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+
+def _local_iso(value: str, field: str) -> str | None:
+    """A datetime-local value (gateway time) as ISO 8601 with the gateway's UTC offset."""
+    if not value.strip():
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).astimezone().isoformat()
+    except ValueError:
+        raise ValueError(f"{field}: not a date and time") from None
+
+
+@router.get("/messages")
+async def messages(request: Request) -> Response:
+    session = session_of(request)
+    if session is None:
+        return to_signin(request)
+    state = state_of(request)
+    q = {k: request.query_params.get(k, "") for k in ("msisdn", "shortcode", "client", "state", "from", "to")}
+    before = request.query_params.get("before", "")
+    error = None
+    found: dict[str, Any] = {"messages": [], "next": None}
+    try:
+        params = {
+            "msisdn": q["msisdn"].strip(),
+            "shortcode": q["shortcode"].strip(),
+            "client": q["client"],
+            "state": q["state"],
+            "since": _local_iso(q["from"], "From"),
+            "until": _local_iso(q["to"], "To"),
+            "before": before,
+            "limit": 50,
+        }
+        status, data = await state.api("GET", "/v1/messages", params=params)
+        if status == 200:
+            found = data
+        else:
+            error = data["detail"]
+    except ValueError as exc:
+        error = str(exc)
+    _, listing = await state.api("GET", "/v1/clients")
+    names = {c["id"]: c["name"] for c in listing["clients"]}
+    query = {k: v for k, v in q.items() if v}
+    next_url = None
+    if found.get("next"):
+        next_url = "/console/messages?" + urlencode({**query, "before": found["next"]})
+    context = page_context(
+        request,
+        session,
+        "messages",
+        q=q,
+        clients=listing["clients"],
+        names=names,
+        states=STATES,
+        found=found["messages"],
+        next_url=next_url,
+        paged=bool(before),
+        first_url="/console/messages" + ("?" + urlencode(query) if query else ""),
+    )
+    context["error"] = error
+    return html("messages.html", context, status=422 if error else 200)
+
+
+def summarize(message: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a timeline an operator looks for: the last callback, the reply, the receipts."""
+    timeline = message.get("timeline", [])
+    outcomes = [e for e in timeline if e["event"] == "outcome"]
+    attempts = [e for e in timeline if e["event"] == "attempt"]
+    submitted = [e for e in timeline if e["event"] in ("reply_submitted", "reply_failed")]
+    routed = [e for e in timeline if e["event"] == "routed"]
+    return {
+        "client": routed[-1].get("client") if routed else None,
+        "outcome": outcomes[-1] if outcomes else None,
+        "attempts": attempts,
+        "reply": submitted[-1] if submitted else None,
+        "receipts": [e for e in timeline if e["event"] == "delivery"],
+        "replays": sum(1 for e in timeline if e["event"] == "replay"),
+    }
+
+
+def event_details(event: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The fields of a timeline event other than its time and kind, for the timeline table."""
+    return [(k, v) for k, v in event.items() if k not in ("at", "event")]
+
+
+@router.get("/messages/{message_id}")
+async def message_page(request: Request, message_id: str) -> Response:
+    session = session_of(request)
+    if session is None:
+        return to_signin(request)
+    status, message = await state_of(request).api("GET", f"/v1/messages/{message_id}")
+    if status != 200:
+        return not_found(request, session, "messages", f"message {message_id}")
+    context = page_context(
+        request,
+        session,
+        "messages",
+        message=message,
+        summary=summarize(message),
+        details=event_details,
+        replayable=message["state"] in FINAL_STATES and message["state"] != "rejected",
+    )
+    return html("message.html", context)
+
+
+@router.post("/messages/{message_id}/replay")
+async def replay(request: Request, message_id: str) -> Response:
+    guarded = await guard(request)
+    if isinstance(guarded, Response):
+        return guarded
+    session, _ = guarded
+    status, data = await state_of(request).api("POST", f"/v1/messages/{message_id}/replay")
+    if status == 202:
+        session.flash("info", "Replayed: the message is queued and its callback will be called again.")
+    elif status == 404:
+        return not_found(request, session, "messages", f"message {message_id}")
+    else:
+        session.flash("error", data["detail"])
+    return redirect(f"/console/messages/{message_id}")

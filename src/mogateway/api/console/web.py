@@ -1,0 +1,188 @@
+"""What the console's pages share: its state on the app, sessions from cookies, the POST guard (session,
+CSRF token, origin), redirects and the page context.
+
+Rules (every page module keeps them by going through these helpers):
+
+* Every page but sign-in needs a session; without one a page redirects to sign-in and a live stream
+  answers 401.
+* Every POST needs the session's CSRF token and, when the browser names the site it came from, this
+  gateway as that site; anything else is refused with 403 and changes nothing.
+* Changes and message lookups go through the gateway's own HTTP API, called in process with the admin
+  token (:meth:`ConsoleState.api`), so the console accepts and refuses exactly what the API does and
+  shows the API's own words. Figures come from the stats service behind ``GET /v1/stats``.
+* A successful POST redirects (POST/redirect/GET), so reloading never repeats it; what it has to say
+  is kept in the session for the next page only: a new token is shown once.
+* A form marked ``data-inline`` may be sent by console.js, which then receives an HTML fragment to put
+  in the page instead of a redirect (header ``x-console-fetch``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+from fastapi import Request
+from starlette.responses import RedirectResponse, Response
+
+from mogateway.api.console.render import html
+from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
+
+__all__ = [
+    "COOKIE",
+    "FINAL_STATES",
+    "STATES",
+    "ConsoleState",
+    "guard",
+    "inline",
+    "not_found",
+    "page_context",
+    "read_form",
+    "redirect",
+    "refused",
+    "safe_next",
+    "same_origin",
+    "session_of",
+    "split_words",
+    "state_of",
+    "to_signin",
+]
+
+COOKIE = "mogateway_console"
+
+FINAL_STATES = frozenset(
+    {
+        "replied",
+        "delivered",
+        "undelivered",
+        "reply_failed",
+        "no_reply",
+        "timed_out",
+        "http_error",
+        "bad_response",
+        "failed",
+        "unroutable",
+        "rejected",
+    }
+)
+STATES = (
+    "queued",
+    "dispatching",
+    "answered",
+    *sorted(FINAL_STATES),
+)
+
+
+class ConsoleState:
+    """What the console keeps on ``app.state.console``: sessions, the throttle, the in-process API."""
+
+    def __init__(self, app: Any, gateway: Any) -> None:
+        self.gateway = gateway
+        self.sessions = SessionStore(gateway.settings.console_session_minutes * 60)
+        self.throttle = SignInThrottle()
+        self._api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
+
+    async def api(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        ingest: bool = False,
+    ) -> tuple[int, Any]:
+        """Call the gateway's own API; (status, JSON body or None)."""
+        token = self.gateway.ingest_token if ingest else self.gateway.admin_token
+        resp = await self._api.request(
+            method,
+            path,
+            json=json,
+            params={k: v for k, v in (params or {}).items() if v not in (None, "")},
+            headers={"authorization": f"Bearer {token}"},
+        )
+        return resp.status_code, (resp.json() if resp.content else None)
+
+
+def state_of(request: Request) -> ConsoleState:
+    state: ConsoleState = request.app.state.console
+    return state
+
+
+def session_of(request: Request) -> Session | None:
+    return state_of(request).sessions.get(request.cookies.get(COOKIE))
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def to_signin(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return redirect("/console/login?" + urlencode({"next": target}))
+
+
+def safe_next(value: str | None) -> str:
+    """Only a console path may be where sign-in leads (no open redirect)."""
+    if value and value.startswith("/console/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/console/"
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """An urlencoded form (the only kind the console sends); the first value of each field."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+def same_origin(request: Request) -> bool:
+    """False when the browser says the request comes from another site (Sec-Fetch-Site, Origin).
+
+    Browsers that send neither (old ones, scripts) are left to the CSRF token alone."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+def refused(request: Request, reason: str) -> Response:
+    return html("refused.html", {"reason": reason}, status=403)
+
+
+async def guard(request: Request) -> tuple[Session, dict[str, str]] | Response:
+    """The session and form of a state-changing POST, or the response refusing it."""
+    session = session_of(request)
+    if session is None:
+        return to_signin(request)
+    form = await read_form(request)
+    if not same_origin(request):
+        return refused(request, "The request came from another site.")
+    if not same_secret(form.get("csrf", ""), session.csrf):
+        return refused(request, "The form was missing its security token or it was stale.")
+    return session, form
+
+
+def page_context(request: Request, session: Session, page: str, **extra: Any) -> dict[str, Any]:
+    gateway = state_of(request).gateway
+    return {
+        "page": page,
+        "csrf": session.csrf,
+        "node": gateway.stats.node if gateway.stats is not None else "",
+        "flashes": session.take_flashes(),
+        "error": None,
+        **extra,
+    }
+
+
+def inline(request: Request) -> bool:
+    return request.headers.get("x-console-fetch") == "1"
+
+
+def not_found(request: Request, session: Session, page: str, what: str) -> Response:
+    return html("not_found.html", page_context(request, session, page, what=what), status=404)
+
+
+def split_words(text: str) -> list[str]:
+    return [part for part in text.replace(",", " ").split() if part]

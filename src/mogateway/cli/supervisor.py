@@ -1,0 +1,347 @@
+"""``mogateway serve --workers N``: one gateway as N worker processes, and the process that keeps them.
+
+Python runs one thread of Python at a time, so one process uses one core. The supervisor runs N copies
+of the gateway (``mogateway serve`` with a worker seat, see ``mogateway.node``) that share the work:
+
+* **HTTP**: every worker listens on the one port (``SO_REUSEPORT``); the kernel spreads connections
+  over them.
+* **SMPP**: bind ``j`` is held by worker ``j mod N`` (``core.workers``).
+* **Journal**: on the embedded default all write the one SQLite file, taking turns per group commit;
+  each MO is dispatched by the worker that owns it and the others tell it about the MOs they store
+  for it. With PostgreSQL and JetStream the workers are simply N nodes of the cluster.
+
+Before it starts the workers, the supervisor opens the journal once (creating or upgrading it, and
+generating the tokens on a first start), checks that the port is free, and gives every unfinished MO
+to the worker the plan names now (the number of workers or a client's cap may have changed since the
+last run). It then starts the workers and waits until each one serves — if one fails while starting,
+it stops the others and exits with that worker's exit code, its reason already said on stderr.
+
+While running it starts a worker again when one exits (after a pause that grows if it keeps failing
+straight away); the restarted worker recovers the MOs it owns. SIGTERM or SIGINT stops every worker
+the ordinary way (they finish what is in flight for a few seconds) and then the supervisor. The
+workers ask the kernel to stop them if the supervisor dies (Linux), so none is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mogateway.cli.exit_codes import Exit
+from mogateway.config import Settings
+from mogateway.core.clients import RoutingTable
+from mogateway.core.workers import WorkerPlan
+
+__all__ = ["SupervisorError", "listening_socket", "supervise", "worker_count"]
+
+log = logging.getLogger("mogateway")
+
+#: How long a worker has to start serving.
+START_TIMEOUT_S = 120.0
+#: How long the workers have to stop after SIGTERM before they are killed.
+STOP_TIMEOUT_S = 20.0
+#: A worker that ran at least this long before it exited is started again at once.
+STEADY_S = 10.0
+
+
+class SupervisorError(Exception):
+    """The gateway cannot start; the text says why (empty: a worker said it already), ``code`` is the
+    exit code."""
+
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+def worker_count(configured: int) -> int:
+    """The number of workers: ``configured``, or one per core for 0."""
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def listening_socket(host: str, port: int, *, reuse_port: bool, backlog: int = 2048) -> socket.socket:
+    """A listening TCP socket on ``host:port``, shared with the other workers when ``reuse_port``."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(False)
+    return sock
+
+
+# ------------------------------------------------------------------------------------------ before
+
+
+async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
+    """Open the journal once (schema, tokens) and give each unfinished MO to the worker the plan names.
+    Returns (unfinished MOs, how many changed worker)."""
+    from mogateway.node import Gateway, load_tokens, open_journal
+
+    Gateway(settings)  # the settings a gateway checks when it is made (numbering files...): said once
+    journal = open_journal(settings)
+    await journal.open()
+    try:
+        await load_tokens(settings, journal)
+        if settings.queue != "local":
+            return 0, 0  # a shared queue dispatches: no owners
+        plan = WorkerPlan(count, len(settings.smpp.binds))
+        table = RoutingTable(await journal.list_clients())
+        total = moved = 0
+        after = ""
+        while True:
+            records = await journal.unfinished(1000, after=after)
+            if not records:
+                break
+            changes: dict[str, int] = {}
+            for r in records:
+                m = r.message
+                client = table.route(m.shortcode, m.text) if m.accepted else None
+                owner = plan.owner_of(m.id, client)
+                if owner != r.owner:
+                    changes[m.id] = owner
+            await journal.reassign(changes)
+            total += len(records)
+            moved += len(changes)
+            after = records[-1].id
+        return total, moved
+    finally:
+        await journal.close()
+
+
+def _check_port(settings: Settings) -> None:
+    """Fail now, in one line, when something else listens on the port (a second gateway included:
+    without SO_REUSEPORT this bind fails on any listener)."""
+    try:
+        sock = listening_socket(settings.host, settings.port, reuse_port=False, backlog=1)
+    except OSError as exc:
+        raise SupervisorError(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", Exit.FAILED
+        ) from None
+    sock.close()
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: subprocess.Popen[bytes] | None = None
+    ready_fd: int = -1
+    ready: bool = False
+    started_at: float = 0.0
+    failures: int = 0
+    restart_at: float = 0.0
+    exit_codes: list[int] = field(default_factory=list)
+
+
+class _Supervisor:
+    def __init__(self, settings: Settings, count: int, argv: Sequence[str], directory: str) -> None:
+        self.settings = settings
+        self.count = count
+        self.argv = list(argv)
+        self.directory = directory
+        self.workers = [_Worker(i) for i in range(count)]
+        self.stopping = False
+
+    def spawn(self, worker: _Worker) -> None:
+        read_fd, write_fd = os.pipe()
+        command = [
+            sys.executable,
+            "-m",
+            "mogateway",
+            "serve",
+            *self.argv,
+            "--workers",
+            str(self.count),
+            "--worker-seat",
+            f"{worker.index}:{self.directory}",
+            "--ready-fd",
+            str(write_fd),
+        ]
+        try:
+            worker.process = subprocess.Popen(command, pass_fds=(write_fd,))
+        finally:
+            os.close(write_fd)
+        worker.ready_fd = read_fd
+        worker.ready = False
+        worker.started_at = time.monotonic()
+
+    def _read_ready(self, worker: _Worker) -> None:
+        """The worker wrote on its pipe (it serves) or closed it (it exited)."""
+        try:
+            data = os.read(worker.ready_fd, 64)
+        except OSError:
+            data = b""
+        if data.startswith(b"ready"):
+            worker.ready = True
+        os.close(worker.ready_fd)
+        worker.ready_fd = -1
+
+    def start_all(self) -> None:
+        """Start every worker and wait until each serves (raises SupervisorError if one cannot)."""
+        for worker in self.workers:
+            self.spawn(worker)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not all(w.ready for w in self.workers):
+            if self.stopping:
+                raise SupervisorError("", Exit.OK)
+            for worker in self.workers:
+                assert worker.process is not None
+                code = worker.process.poll()
+                if code is not None and not worker.ready:
+                    if worker.ready_fd >= 0:
+                        self._read_ready(worker)
+                    if code > 0:
+                        raise SupervisorError("", code)  # its reason is on stderr already
+                    raise SupervisorError(f"worker {worker.index} was killed while starting", Exit.FAILED)
+            waiting = [w.ready_fd for w in self.workers if w.ready_fd >= 0]
+            if time.monotonic() > deadline:
+                raise SupervisorError(f"the workers did not start within {START_TIMEOUT_S:g} s", Exit.FAILED)
+            if waiting:
+                with contextlib.suppress(InterruptedError):
+                    readable, _, _ = select.select(waiting, [], [], 0.2)
+                    for worker in self.workers:
+                        if worker.ready_fd in readable:
+                            self._read_ready(worker)
+            else:
+                time.sleep(0.05)
+
+    def watch(self) -> None:
+        """Start again the workers that exit, until asked to stop."""
+        while not self.stopping:
+            now = time.monotonic()
+            for worker in self.workers:
+                process = worker.process
+                if process is None:
+                    if now >= worker.restart_at:
+                        self.spawn(worker)
+                    continue
+                code = process.poll()
+                if code is None:
+                    if worker.ready_fd >= 0 and select.select([worker.ready_fd], [], [], 0)[0]:
+                        self._read_ready(worker)
+                        if worker.ready:
+                            log.info("worker %d serves again (pid %d)", worker.index, process.pid)
+                    continue
+                if worker.ready_fd >= 0:
+                    os.close(worker.ready_fd)
+                    worker.ready_fd = -1
+                lived = now - worker.started_at
+                worker.failures = 0 if lived >= STEADY_S else worker.failures + 1
+                pause = 0.0 if worker.failures == 0 else min(30.0, 0.5 * 2 ** (worker.failures - 1))
+                how = f"signal {-code}" if code < 0 else f"exit code {code}"
+                log.warning(
+                    "worker %d stopped (%s) after %.1f s; starting it again%s",
+                    worker.index,
+                    how,
+                    lived,
+                    f" in {pause:g} s" if pause else "",
+                )
+                worker.process = None
+                worker.restart_at = now + pause
+            time.sleep(0.1)
+
+    def stop_all(self) -> None:
+        running = [w.process for w in self.workers if w.process is not None and w.process.poll() is None]
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for process in running:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("worker pid %d did not stop in %g s; killing it", process.pid, STOP_TIMEOUT_S)
+                process.kill()
+                process.wait()
+        for worker in self.workers:
+            if worker.ready_fd >= 0:
+                os.close(worker.ready_fd)
+                worker.ready_fd = -1
+
+
+def supervise(settings: Settings, count: int, argv: Sequence[str]) -> int:
+    """Run the gateway as ``count`` workers until SIGTERM or SIGINT; the exit code.
+
+    ``argv``: the ``serve`` options to give every worker (config file, host, port). Raises
+    :class:`SupervisorError` when the gateway cannot start.
+    """
+    from mogateway.config import ConfigError
+    from mogateway.core.ports import SecretKeyError
+
+    _check_port(settings)
+    try:
+        total, moved = asyncio.run(_prepare(settings, count))
+    except (ConfigError, SecretKeyError) as exc:
+        raise SupervisorError(str(exc), Exit.USAGE) from None
+    except Exception as exc:  # the journal cannot be opened: one line, not a traceback
+        raise SupervisorError(f"cannot start: {exc}", Exit.FAILED) from None
+    if moved:
+        log.info("%d of %d unfinished MOs given to another worker (%d workers now)", moved, total, count)
+    directory = tempfile.mkdtemp(prefix="mogateway-workers-")
+    supervisor = _Supervisor(settings, count, argv, directory)
+
+    def stop(signum: int, _frame: object) -> None:
+        supervisor.stopping = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            supervisor.start_all()
+        except SupervisorError:
+            supervisor.stop_all()
+            raise
+        log.info(
+            "mogateway listening on http://%s:%d (%d workers, journal %s, queue %s)",
+            settings.host,
+            settings.port,
+            count,
+            settings.database,
+            settings.queue,
+        )
+        supervisor.watch()
+        log.info("stopping %d workers", count)
+        supervisor.stop_all()
+        return Exit.OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def die_with_supervisor() -> None:
+    """Ask the kernel to send this worker SIGTERM when its supervisor dies (Linux), and exit now if it
+    already has."""
+    parent = os.getppid()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(0)

@@ -1,0 +1,186 @@
+"""The MO: one message a person sent to a shortcode, as every part of the gateway holds it.
+
+There is one type, :class:`Message`, from the moment intake names it to the callback the application
+parses. Sources build one with ``id=""`` and no ``sender`` (the operator's word on operator and circle
+rides along as a :class:`Sender` hint, see :class:`Arrival`); intake gives it its id, its sender or its
+:class:`Rejection`; the journal stores it, the work queue carries it, the dispatcher calls with it, the
+admin API shows it and the client SDK wraps it. A new field is added here and in the journal's one
+schema description, nowhere else.
+
+Rules:
+
+* ``id`` is the gateway's id (26 base32 characters). A message a source named (``source_id``) has the id
+  :func:`id_for_source` gives its origin and source id, the same on every node and every retry, which is
+  what lets the journal and the queue deduplicate it; any other gets a time-sortable random id.
+* ``received_at`` is unix seconds (a float): when the message reached the gateway, or when the source
+  says it was sent.
+* ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
+  ``core.numbering``); ``rejection`` exactly when it was refused.
+* Messages are values: frozen, compared by their fields.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "SHORTCODE_RULE",
+    "Arrival",
+    "Message",
+    "Rejection",
+    "Sender",
+    "check_shortcode",
+    "id_for_source",
+    "message_id",
+]
+
+#: What a shortcode is here: 3 to 10 digits, not starting with 0 (the number a person texts).
+SHORTCODE_RULE = "3 to 10 digits, not starting with 0"
+_SHORTCODE = re.compile(r"\A[1-9][0-9]{2,9}\Z")
+
+
+def check_shortcode(text: str) -> str:
+    """``text`` when it is a shortcode (:data:`SHORTCODE_RULE`); raises ValueError naming the rule."""
+    if not _SHORTCODE.match(text):
+        raise ValueError(f"must be {SHORTCODE_RULE}")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """The ``sender`` object: where the MO came from. ``operator``/``circle`` are "" when unknown."""
+
+    cc: int
+    ndc: int
+    sn: int
+    operator: str = ""
+    circle: str = ""
+
+    @property
+    def sn_digits(self) -> str:
+        """The subscriber number with its 6 digits (leading zeros restored)."""
+        return f"{self.sn:06d}"
+
+    @property
+    def msisdn(self) -> str:
+        """The 12-digit msisdn these parts make up."""
+        return f"{self.cc}{self.ndc:04d}{self.sn:06d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why intake refused a message: the offending field and the reason, as the source is told."""
+
+    field: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One MO (see the module docstring for the rules its fields keep)."""
+
+    id: str
+    shortcode: str
+    msisdn: str
+    text: str
+    received_at: float
+    origin: str = "http"
+    source_id: str | None = None
+    sender: Sender | None = None
+    rejection: Rejection | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        """True for a message intake accepted (it has a sender), False for a refused one."""
+        return self.rejection is None
+
+    def with_changes(self, **changes: Any) -> Message:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+    # The work queue and the worker IPC carry messages as compact JSON arrays in this field order.
+    def to_array(self) -> list[Any]:
+        """The message as a list of plain values (see :meth:`from_array`)."""
+        s = self.sender
+        r = self.rejection
+        return [
+            self.id,
+            self.shortcode,
+            self.msisdn,
+            self.text,
+            self.received_at,
+            self.origin,
+            self.source_id,
+            None if s is None else [s.cc, s.ndc, s.sn, s.operator, s.circle],
+            None if r is None else [r.field, r.reason],
+            list(self.notes),
+        ]
+
+    @classmethod
+    def from_array(cls, values: Sequence[Any]) -> Message:
+        """The message :meth:`to_array` made."""
+        (mid, shortcode, msisdn, text, received_at, origin, source_id, s, r, notes) = values
+        return cls(
+            mid,
+            shortcode,
+            msisdn,
+            text,
+            received_at,
+            origin,
+            source_id,
+            None if s is None else Sender(*s),
+            None if r is None else Rejection(*r),
+            tuple(notes),
+        )
+
+    def to_json(self) -> bytes:
+        """The message as one compact JSON array (see :meth:`from_json`)."""
+        return orjson.dumps(self.to_array())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Message:
+        """The message :meth:`to_json` wrote."""
+        return cls.from_array(orjson.loads(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A message as a source handed it over, before intake judged it.
+
+    ``message`` has no id (intake names it) and no sender; ``operator`` and ``circle`` are what the
+    source knows of the sender (an operator's push after a port, a bind's configured operator), used by
+    intake when its own tables know less; ``problem`` is a field and reason the adapter already found
+    wrong (a JSON member of the wrong type, an unparseable SMPP address): the message is then recorded
+    as rejected like any other.
+    """
+
+    message: Message
+    operator: str | None = None
+    circle: str | None = None
+    problem: Rejection | None = None
+
+
+def _b32(raw: bytes) -> str:
+    return base64.b32encode(raw).decode("ascii").rstrip("=").lower()
+
+
+def message_id(now_ms: int, random10: bytes) -> str:
+    """A fresh id from the time in milliseconds and 10 random bytes: 26 base32 characters, time-sortable."""
+    return _b32(now_ms.to_bytes(6, "big") + random10)
+
+
+def id_for_source(source_key: str) -> str:
+    """The id of a message a source named ``source_key`` ("<origin>:<source id>"): same key, same id.
+
+    Being a pure function of the key, it is the same on every node, which is what lets the journal and
+    the work queue deduplicate a message pushed twice, even to two different nodes.
+    """
+    return _b32(hashlib.blake2b(source_key.encode("utf-8"), digest_size=16).digest())

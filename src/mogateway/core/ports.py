@@ -1,0 +1,427 @@
+"""The ports: the small interfaces the use cases (``service/``) need and the edges implement.
+
+Each protocol is cut to what one kind of caller needs, so a use case depends on no more than it uses:
+intake stores messages, the dispatcher applies changes and reads one message, the admin API reads the
+history, the registry keeps clients, SMPP binds record receipts. The journals (SQLite, PostgreSQL)
+implement all of the stores; the work queues (in-process, NATS JetStream) implement :class:`WorkQueue`;
+reply channels (log, HTTP, SMPP, another node's binds) implement :class:`ReplyChannel`.
+
+Rules every implementation keeps (one behavioural suite per port runs against each):
+
+* :meth:`MessageStore.store` returns only after the messages are durably committed. A message whose id
+  is stored already is not stored again: its result says ``duplicate`` and carries the stored state.
+* :meth:`MessageStore.apply` appends each change's event only where ``core.timeline`` allows it in the
+  message's current state, sets the state the table names, and says per change whether it was applied:
+  two nodes recording an outcome for one message cannot both succeed.
+* A delivery of the work queue is acknowledged only once its outcome is durably recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from mogateway.core.dlt import DltIds
+from mogateway.core.message import Message, Rejection
+from mogateway.core.timeline import Change, Event, State
+
+__all__ = [
+    "AnswerIncomplete",
+    "AnswerMalformed",
+    "CallbackTransport",
+    "Clock",
+    "ConnectFailed",
+    "RawAnswer",
+    "TransportError",
+    "ClientStore",
+    "Delivery",
+    "Journal",
+    "MessageFilter",
+    "MessageHistory",
+    "MessageRecord",
+    "MessageStore",
+    "NodeDirectory",
+    "NodeInfo",
+    "ReceiptStore",
+    "Reply",
+    "ReplyChannel",
+    "ReplyError",
+    "ReplySubmitted",
+    "SecretKeyError",
+    "SettingStore",
+    "StatsRow",
+    "StatsStore",
+    "Stored",
+    "WorkQueue",
+]
+
+#: Wall-clock time in unix seconds (``time.time`` in production, a fake one in tests).
+Clock = Callable[[], float]
+
+
+# ------------------------------------------------------------------------------------------ messages
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What :meth:`MessageStore.store` made of one message."""
+
+    id: str
+    state: State
+    duplicate: bool
+    rejection: Rejection | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A message with where it stands in the journal: its state, when it was stored and last changed,
+    the client it was routed to and the reply its application answered."""
+
+    message: Message
+    state: State
+    stored_at: float
+    updated_at: float
+    client_id: str | None = None
+    reply_text: str | None = None
+    #: The worker process that dispatches it (``core.workers``; 0 without workers).
+    owner: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """What :meth:`MessageHistory.find` looks for; results come newest first. ``before`` continues a
+    listing: (received_at, id) of the last message of the previous page (keyset paging)."""
+
+    shortcode: str | None = None
+    msisdn: str | None = None
+    state: State | None = None
+    client_id: str | None = None
+    since: float | None = None
+    until: float | None = None
+    before: tuple[float, str] | None = None
+    limit: int = 50
+
+
+class MessageStore(Protocol):
+    """Storing messages and moving them through their timeline (intake, dispatcher, recovery)."""
+
+    async def store(self, messages: Sequence[Message], owners: Sequence[int] | None = None) -> list[Stored]:
+        """Store ``messages``; ``owners``, one per message, names the worker process that will dispatch
+        each (``core.workers``; all 0 without workers)."""
+        ...
+
+    async def apply(self, changes: Sequence[Change]) -> list[bool]: ...
+
+    async def get(self, message_id: str) -> MessageRecord | None: ...
+
+    async def touch(self, message_ids: Sequence[str]) -> None:
+        """Mark unfinished messages as changed now (no event, no state change): their holder is alive."""
+        ...
+
+    async def reassign(self, owners: Mapping[str, int]) -> None:
+        """Give unfinished messages (id -> worker) to another worker process; finished ones keep theirs.
+        Only while no worker runs (``mogateway.cli.supervisor`` before it starts them)."""
+        ...
+
+    async def recent_source_ids(self, origin: str, since: float) -> list[str]:
+        """The source ids of messages from ``origin`` received since ``since``, oldest first (an SMPP
+        bind's content-dedupe window, restored after a restart)."""
+        ...
+
+    async def unfinished(
+        self, limit: int, *, after: str = "", older_than: float | None = None, owner: int | None = None
+    ) -> list[MessageRecord]:
+        """Up to ``limit`` messages not yet finished whose id is greater than ``after``, in id order:
+        pass the last id of a page as ``after`` to read the next one. Paging on the unique key never
+        repeats or skips a row, however many there are or how they change. ``owner``: only the MOs of
+        that worker process."""
+        ...
+
+
+class MessageHistory(Protocol):
+    """Reading what happened (admin API, CLI, console)."""
+
+    async def get(self, message_id: str) -> MessageRecord | None: ...
+
+    async def timeline(self, message_id: str) -> list[Event]: ...
+
+    async def find(self, where: MessageFilter) -> list[MessageRecord]: ...
+
+    async def counts_by_state(self) -> dict[str, int]: ...
+
+
+class ReceiptStore(Protocol):
+    """Delivery receipts of replies (SMPP binds)."""
+
+    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
+        """Record a receipt for the reply part ``ref``; the message id, or None for an unknown ref."""
+        ...
+
+
+# ------------------------------------------------------------------------------------------ clients
+
+
+class ClientStore(Protocol):
+    """The client registry's storage. Clients are documents the registry owns (``core.clients``)."""
+
+    async def put_client(self, client: Any) -> None: ...
+
+    async def get_client(self, client_id: str) -> Any | None: ...
+
+    async def list_clients(self) -> list[Any]: ...
+
+    async def delete_client(self, client_id: str) -> bool: ...
+
+    async def clients_version(self) -> float: ...
+
+
+class SecretKeyError(Exception):
+    """The stored client secrets cannot be opened with the configured key(s) (``edges.storage.sealing``);
+    the message is one line naming the setting, never a secret."""
+
+
+class SettingStore(Protocol):
+    """The gateway's own settings kept with its data (generated tokens)."""
+
+    async def get_setting(self, key: str) -> str | None: ...
+
+    async def set_setting_if_absent(self, key: str, value: str) -> str: ...
+
+
+# ------------------------------------------------------------------------------------------ nodes
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """One node as its heartbeat describes it."""
+
+    name: str
+    address: str
+    version: str
+    started_at: float
+    seen_at: float
+    queue_lag: int = 0
+    held: int = 0
+    waiting: int = 0
+    binds: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: bytes) -> NodeInfo:
+        doc = orjson.loads(data)
+        known = {k: v for k, v in doc.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+class NodeDirectory(Protocol):
+    """Where nodes announce themselves and find each other."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def nodes(self) -> list[NodeInfo]: ...
+
+
+# ------------------------------------------------------------------------------------------ stats
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRow:
+    """One figure of the stats table: how many ``kind`` events ``node`` counted for ``client`` ('' for
+    the gateway as a whole) during the ``span`` seconds (1 or 60) that start at ``at`` (unix seconds).
+
+    Rows are absolute totals of their interval, not increments: writing a row again replaces it, so a
+    node may write its current minute every few seconds and a repeated write changes nothing.
+    """
+
+    span: int
+    at: int
+    node: str
+    client: str
+    kind: str
+    count: int
+
+
+class StatsStore(Protocol):
+    """Traffic figures (``service.stats``): per-node rollups, shared by every node of a cluster."""
+
+    async def write_stats(
+        self, rows: Sequence[StatsRow], forget_before: Mapping[int, int] | None = None
+    ) -> None:
+        """Insert or replace ``rows``; then delete rows of span ``s`` older than ``forget_before[s]``."""
+        ...
+
+    async def read_stats(
+        self,
+        span: int,
+        since: int,
+        until: int,
+        *,
+        node: str | None = None,
+        exclude_node: str | None = None,
+        by_time: bool = False,
+    ) -> list[StatsRow]:
+        """Counts of rows of ``span`` with ``since <= at < until``, summed over nodes (only ``node``'s,
+        or all but ``exclude_node``'s) per (client, kind), and per ``at`` too when ``by_time``. The
+        rows returned have node '' and, unless ``by_time``, ``at == since``."""
+        ...
+
+
+class Journal(MessageStore, MessageHistory, ReceiptStore, ClientStore, SettingStore, StatsStore, Protocol):
+    """Everything durable, in one engine (SQLite, PostgreSQL)."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+# ------------------------------------------------------------------------------------------ work queue
+
+
+class Delivery(Protocol):
+    """One message handed to the dispatcher; ``ack`` once its outcome is durably recorded.
+
+    ``redelivered``: the message may have been worked on before (recovery, another node, the sweeper),
+    so the dispatcher reads the journal first and does only what is left."""
+
+    item: Message
+    redelivered: bool
+
+    async def ack(self) -> None: ...
+
+    async def nak(self, delay_s: float = 0.0) -> None: ...
+
+    async def in_progress(self) -> None: ...
+
+
+class WorkQueue(Protocol):
+    """Messages waiting for dispatch, shared by every dispatcher that takes from it."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def put(self, items: Sequence[Message], redelivered: bool = False, *, generation: str = "") -> None:
+        """Queue ``items``. A queue that deduplicates (JetStream) drops a second put of one id within its
+        window; ``generation`` names a new entry for the same message (see ``service.sweeper``)."""
+        ...
+
+    async def get(self) -> Delivery: ...
+
+    def lag(self) -> int: ...
+
+
+# ------------------------------------------------------------------------------------------ callbacks
+
+
+@dataclass(frozen=True, slots=True)
+class RawAnswer:
+    """An application's answer as it came: status, content type, at most the capped body."""
+
+    status: int
+    content_type: str | None
+    body: bytes
+    oversized: bool
+    content_encoding: str = ""
+
+
+class TransportError(Exception):
+    """Base of what a callback transport raises."""
+
+
+class ConnectFailed(TransportError):
+    """No answer was started: the connection failed, or closed before the first answer byte.
+
+    Trying again is safe as far as HTTP can tell (the callback's message id header lets the application
+    recognise the rare repeat of a request it did receive).
+    """
+
+
+class AnswerMalformed(TransportError):
+    """The peer answered something that is not HTTP/1.x."""
+
+
+class AnswerIncomplete(TransportError):
+    """The connection closed in the middle of the answer."""
+
+
+class CallbackTransport(Protocol):
+    """POSTs a callback and returns the answer (``edges.http1``). Raises ``core.callback_url.UrlRefused``
+    for an address the gateway will not call, ConnectFailed, AnswerMalformed or AnswerIncomplete; the
+    caller's cancellation (its deadline) closes the connection."""
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> RawAnswer: ...
+
+
+# ------------------------------------------------------------------------------------------ replies
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A session reply on its way out: sent from the MO's shortcode to its sender.
+
+    ``dlt``: the client's DLT ids when the reply matched one of its templates (``service.dlt``); an
+    SMPP channel puts them in every part, an HTTP MT channel next to the text."""
+
+    message: Message
+    text: str
+    dlt: DltIds | None = None
+
+    @property
+    def message_id(self) -> str:
+        return self.message.id
+
+
+@dataclass(frozen=True, slots=True)
+class ReplySubmitted:
+    """What a channel did with a reply: its name, the parts, references for delivery receipts."""
+
+    channel: str
+    parts: int
+    refs: list[str] = field(default_factory=list)
+    detail: str = ""
+
+
+class ReplyError(Exception):
+    """A channel could not hand the reply over.
+
+    ``retryable``: nothing went out and trying later may work (no bind now, the MT endpoint is down).
+    ``possibly_sent``: the handover was cut off after it began (the session closed before the SMSC
+    answered): the reply may have gone out, so it must not be sent again blindly.
+    """
+
+    def __init__(self, detail: str, *, retryable: bool = False, possibly_sent: bool = False) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.retryable = retryable and not possibly_sent
+        self.possibly_sent = possibly_sent
+
+
+class ReplyChannel(Protocol):
+    """How a reply leaves the gateway.
+
+    ``needs_intent``: sending twice would reach the handset twice (SMPP), so the dispatcher records
+    ``replying`` before the handover starts; ``send`` calls ``handover`` (once) right before the first
+    byte of the reply leaves, and not at all when it fails before that. Channels without it (log, an
+    HTTP MT endpoint that deduplicates on the message id) may be asked again after a crash.
+    ``ready``: whether a reply to this message could be handed over now (a bind is up), so waiting
+    replies hold no resources."""
+
+    name: str
+    needs_intent: bool
+
+    def ready(self, reply: Reply) -> bool: ...
+
+    async def send(
+        self, reply: Reply, handover: Callable[[], Awaitable[None]] | None = None
+    ) -> ReplySubmitted: ...

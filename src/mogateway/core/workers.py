@@ -1,0 +1,79 @@
+"""Several worker processes on one machine: who holds which bind, who dispatches for which client, and
+which worker owns an MO. Pure rules; ``mogateway.cli.supervisor`` and ``mogateway.node`` apply them.
+
+On the embedded default (one SQLite journal, no shared queue) ``mogateway serve --workers N`` runs N
+worker processes. Every worker takes HTTP connections (one port, ``SO_REUSEPORT``) and may store any MO
+in the journal they share; the MO is then dispatched — its callback, its reply — by exactly one worker,
+its **owner**, recorded with the MO. The rules:
+
+* **Binds.** Bind ``j`` (in the order of the settings) is held by worker ``j mod N``. Reading and
+  writing SMPP is I/O-heavy, so when some workers hold no bind, only those dispatch (the
+  *dispatchers*); otherwise every worker does.
+* **Clients.** A client is dispatched by one dispatcher (chosen by a stable hash of its id), which keeps
+  its concurrency cap and its isolation from other clients exact — unless its cap is at least twice
+  the number of dispatchers: then every dispatcher takes a share of its MOs and of its cap (the shares
+  add up to the cap, each at least one).
+* **Owner of an MO.** Routed to a client: one of that client's workers, by a stable hash of the MO's
+  id. Not routed (unroutable, rejected): any worker, by the same hash. The owner is a pure function of
+  the MO's id, its route and the plan, so the same MO arriving twice (a redelivery, a retried push, on
+  any worker) gets the same owner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from mogateway.core.clients import ClientRecord
+
+__all__ = ["WorkerPlan", "stable_hash"]
+
+
+def stable_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every process and every run (unlike ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPlan:
+    """The workers of one gateway: how many, and how many binds there are (see the module docstring)."""
+
+    count: int = 1
+    binds: int = 0
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError("at least one worker")
+
+    def bind_worker(self, bind_index: int) -> int:
+        """The worker that holds the bind at ``bind_index`` of the settings."""
+        return bind_index % self.count
+
+    @property
+    def dispatchers(self) -> tuple[int, ...]:
+        """The workers that dispatch: those without a bind when there are any, else all."""
+        holding = {self.bind_worker(j) for j in range(self.binds)}
+        free = tuple(w for w in range(self.count) if w not in holding)
+        return free or tuple(range(self.count))
+
+    def workers_for(self, client: ClientRecord) -> tuple[int, ...]:
+        """The workers that dispatch ``client``'s MOs."""
+        dispatchers = self.dispatchers
+        if client.max_concurrency >= 2 * len(dispatchers):
+            return dispatchers
+        return (dispatchers[stable_hash(client.id) % len(dispatchers)],)
+
+    def owner_of(self, message_id: str, client: ClientRecord | None) -> int:
+        """The worker that dispatches the MO ``message_id`` routed to ``client`` (None: not routed)."""
+        if self.count == 1:
+            return 0
+        candidates = self.workers_for(client) if client is not None else tuple(range(self.count))
+        return candidates[stable_hash(message_id) % len(candidates)]
+
+    def lane_cap(self, client: ClientRecord, worker: int) -> int:
+        """How many of ``client``'s callbacks ``worker`` may have in flight: its share of the cap."""
+        workers = self.workers_for(client)
+        if worker not in workers:
+            return 1  # an MO routed here before the client's plan changed: served, one at a time
+        share, extra = divmod(client.max_concurrency, len(workers))
+        return max(1, share + (1 if workers.index(worker) < extra else 0))

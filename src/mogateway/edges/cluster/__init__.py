@@ -1,0 +1,1 @@
+"""Several nodes: who is alive (the node directory) and replies for another node's bind."""

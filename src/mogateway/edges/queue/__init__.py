@@ -1,0 +1,1 @@
+"""Work queues: in-process (embedded default) and NATS JetStream (shared by many nodes)."""

@@ -1,0 +1,122 @@
+"""Reply channels: how a session reply leaves the gateway.
+
+A channel (``core.ports.ReplyChannel``) takes a reply and either hands it over (returning what it
+knows: parts, references for delivery receipts) or raises ``ReplyError``. The router picks the channel
+by the MO's origin: an MO that came over an SMPP bind goes back over SMPP, everything else uses the
+configured default. Both channels here may be asked twice for one reply (the log; an MT endpoint that is
+sent the message id to deduplicate on), so they need no intent record.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+
+from mogateway.core.ports import Reply, ReplyChannel, ReplyError, ReplySubmitted
+from mogateway.core.text import count_parts
+
+__all__ = ["HttpReplyChannel", "LogReplyChannel", "ReplyRouter"]
+
+Handover = Callable[[], Awaitable[None]] | None
+
+log = logging.getLogger("mogateway.replies")
+
+
+class LogReplyChannel:
+    """The embedded default: the reply is recorded in the journal and written to the log."""
+
+    name = "log"
+    needs_intent = False
+
+    def ready(self, reply: Reply) -> bool:
+        return True
+
+    async def send(self, reply: Reply, handover: Handover = None) -> ReplySubmitted:
+        parts = count_parts(reply.text).parts
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "reply %s from %s to %s (%d part%s): %r",
+                reply.message_id,
+                reply.message.shortcode,
+                reply.message.msisdn,
+                parts,
+                "" if parts == 1 else "s",
+                reply.text,
+            )
+        return ReplySubmitted(self.name, parts)
+
+
+class HttpReplyChannel:
+    """POSTs the reply as JSON ``{to, from, text, message_id}`` to an operator's MT URL (plus
+    ``dlt_pe_id`` and ``dlt_template_id`` when the reply matched one of its client's DLT templates).
+
+    The URL is a template: ``{to}``, ``{from}`` and ``{message_id}`` are replaced (URL-encoded). A 2xx
+    answer hands the reply over (an ``id`` or ``message_id`` in a JSON answer is kept as the reference);
+    5xx, 429 and connection failures are retryable, other statuses are not.
+    """
+
+    name = "http"
+    needs_intent = False
+
+    def __init__(self, session: aiohttp.ClientSession, url_template: str, timeout_s: float = 10.0) -> None:
+        self._session = session
+        self._template = url_template
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+
+    def ready(self, reply: Reply) -> bool:
+        return True
+
+    async def send(self, reply: Reply, handover: Handover = None) -> ReplySubmitted:
+        m = reply.message
+        url = (
+            self._template.replace("{to}", quote(m.msisdn))
+            .replace("{from}", quote(m.shortcode))
+            .replace("{message_id}", quote(m.id))
+        )
+        payload = {"to": m.msisdn, "from": m.shortcode, "text": reply.text, "message_id": m.id}
+        if reply.dlt is not None:  # operators' HTTP MT APIs take the DLT ids next to the text
+            payload["dlt_pe_id"], payload["dlt_template_id"] = reply.dlt.pe_id, reply.dlt.template_id
+        body = orjson.dumps(payload)
+        try:
+            async with self._session.post(
+                url,
+                data=body,
+                headers={"content-type": "application/json"},
+                timeout=self._timeout,
+                allow_redirects=False,
+            ) as resp:
+                status = resp.status
+                answer = await resp.content.read(16 * 1024)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ReplyError(f"MT endpoint unreachable: {type(exc).__name__} {exc}", retryable=True) from None
+        if not 200 <= status < 300:
+            raise ReplyError(f"MT endpoint answered {status}", retryable=status >= 500 or status == 429)
+        refs: list[str] = []
+        try:
+            doc = orjson.loads(answer) if answer else None
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+            ref = doc.get("id") or doc.get("message_id")
+            if isinstance(ref, str | int):
+                refs.append(str(ref))
+        return ReplySubmitted(self.name, count_parts(reply.text).parts, refs, f"status {status}")
+
+
+class ReplyRouter:
+    """Chooses the channel for a reply by the origin of its MO (``"smpp:<bind>"`` → the "smpp" channel)."""
+
+    def __init__(self, default: ReplyChannel) -> None:
+        self.default = default
+        self._by_prefix: dict[str, ReplyChannel] = {}
+
+    def register(self, prefix: str, channel: ReplyChannel) -> None:
+        self._by_prefix[prefix] = channel
+
+    def channel_for(self, origin: str) -> ReplyChannel:
+        prefix = origin.split(":", 1)[0]
+        return self._by_prefix.get(prefix, self.default)

@@ -1,0 +1,1 @@
+"""The running SMPP binds: connections, what a bind does with each deliver_sm, the SMPP reply channel."""

@@ -1,0 +1,408 @@
+"""What a bind does with each deliver_sm: store the MO (joining long ones) or record the receipt.
+
+Rules stated before the code:
+
+* The status returned is the deliver_sm_resp status. ``ESME_ROK`` only once the MO is in the journal
+  (or was already there: a redelivery); ``ESME_RX_T_APPN`` when storing failed, so the SMSC tries again.
+  An MO refused by intake (not an Indian mobile...) is stored as rejected and acknowledged: sending it
+  again would not change the answer.
+* A part of a long MO is held unanswered until its message is stored, at most ``PART_ACK_HOLD_S``; an
+  SMSC that waits for each answer before sending the next part would otherwise stall until the
+  reassembly timeout. A part answered that way lives only in memory until its message completes.
+* Redeliveries are one message: the journal deduplicates on (origin, source_id). The source id is the
+  SMSC's receipted_message_id when an MO carries one; otherwise a content hash with the time it was
+  first seen (``c:<hash>:<ms>``), reused for the same content within the bind's ``dedupe_window_s``,
+  so the same text sent again later is a new MO. The window survives a restart: it is kept in the
+  journal (the source ids themselves) and read back by :meth:`InboundHandler.restore_dedupe` before the
+  bind connects, so an SMSC that redelivers after a crash creates no second message.
+* Receipts (esm_class 0x04) go to ``journal.record_delivery`` and are always acknowledged unless the
+  journal fails; a receipt for an unknown message is acknowledged and counted.
+* The MOs of every deliver_sm handled in one turn of the event loop (at most ``MAX_INTAKE_BATCH``) are
+  stored with one ``Intake.accept`` call: one journal write instead of one per MO, and no added wait.
+  Each deliver_sm is still answered only once its own MO is stored; if the batch cannot be stored,
+  every deliver_sm in it is answered ESME_RX_T_APPN.
+* A single-part MO (nearly all traffic) goes from :meth:`InboundHandler.begin` straight into that batch
+  and is answered from the batch's result, without a task of its own; receipts and parts of long MOs
+  run :meth:`InboundHandler.__call__` in a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+from mogateway.core.message import Arrival, Message, Rejection
+from mogateway.core.numbering import NumberRejected, normalize_msisdn
+from mogateway.core.ports import Stored
+from mogateway.core.reassembly import Assembled, Reassembler
+from mogateway.core.text import decode_short_message
+from mogateway.edges.dlt_errors import parse_receipt
+from mogateway.edges.smpp.config import BindConfig
+from mogateway.smpp.constants import Status, TlvTag
+from mogateway.smpp.pdu import DeliverSm
+from mogateway.smpp.segments import mo_part
+from mogateway.smpp.tlv import find_tlv
+
+__all__ = ["MAX_INTAKE_BATCH", "PART_ACK_HOLD_S", "DeliveryJournal", "InboundHandler", "IntakeLike"]
+
+log = logging.getLogger("mogateway.smpp")
+
+#: Longest a part of a long MO waits for its answer before it is acknowledged from memory.
+PART_ACK_HOLD_S: Final = 3.0
+#: How long to look again for the reply a receipt names before counting the receipt as unknown.
+RECEIPT_RETRY_DELAYS_S: Final = (0.2, 1.0, 5.0)
+#: Most MOs stored by one ``Intake.accept`` call.
+MAX_INTAKE_BATCH: Final = 500
+
+
+class IntakeLike(Protocol):
+    """The part of ``mogateway.service.intake.Intake`` a bind uses."""
+
+    async def accept(self, items: Sequence[Arrival]) -> list[Stored]: ...
+
+
+class DeliveryJournal(Protocol):
+    """The part of the journal a bind uses for receipts."""
+
+    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None: ...
+
+
+class _DedupeWindow:
+    """Content hash -> source id, forgotten ``window_s`` after first seen (bounded in size)."""
+
+    def __init__(self, window_s: float, max_entries: int = 100_000) -> None:
+        self.window_s = window_s
+        self.max_entries = max_entries
+        self._seen: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    def source_id(self, digest: str, now: float, wall_ms: int) -> str:
+        while self._seen:
+            _, (_, first) = next(iter(self._seen.items()))
+            if now - first < self.window_s and len(self._seen) < self.max_entries:
+                break
+            self._seen.popitem(last=False)
+        known = self._seen.get(digest)
+        if known is not None:
+            return known[0]
+        source_id = f"c:{digest}:{wall_ms}"
+        if self.window_s > 0:
+            self._seen[digest] = (source_id, now)
+        return source_id
+
+    def restore(self, source_ids: Sequence[str], now: float, wall_now: float) -> int:
+        """Remember content source ids written before a restart (oldest first); how many were taken.
+
+        ``now`` is this window's clock, ``wall_now`` the wall clock the source ids' milliseconds use."""
+        taken = 0
+        for source_id in source_ids:
+            kind, _, rest = source_id.partition(":")
+            digest, _, wall_ms = rest.partition(":")
+            if kind != "c" or not digest or not wall_ms.isdigit():
+                continue
+            age = wall_now - int(wall_ms) / 1000.0
+            if 0 <= age < self.window_s and digest not in self._seen:
+                self._seen[digest] = (source_id, now - age)
+                taken += 1
+        return taken
+
+
+class _IntakeBatcher:
+    """Gathers the MOs handed over during one turn of the event loop into one ``Intake.accept`` call.
+
+    Needs no timer: the deliver_sm of one socket read all reach :meth:`accept` in the same turn, and
+    the flush is scheduled with ``call_soon``, so it runs right after them.
+    """
+
+    def __init__(self, intake: IntakeLike, max_batch: int = MAX_INTAKE_BATCH) -> None:
+        self._intake = intake
+        self._max = max_batch
+        self._items: list[tuple[Any, asyncio.Future[Any]]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, mo: Any) -> asyncio.Future[Any]:
+        """A future of the intake result for ``mo``, set once its batch is stored (or the intake's
+        exception)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if not self._items:
+            loop.call_soon(self._flush)
+        self._items.append((mo, future))
+        if len(self._items) >= self._max:
+            self._flush()
+        return future
+
+    def _flush(self) -> None:
+        items, self._items = self._items, []
+        if items:
+            task = asyncio.create_task(self._store(items))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _store(self, items: list[tuple[Any, asyncio.Future[Any]]]) -> None:
+        try:
+            results = await self._intake.accept([mo for mo, _ in items])
+            if len(results) != len(items):
+                raise RuntimeError(f"intake answered {len(results)} results for {len(items)} MOs")
+        except Exception as exc:  # every deliver_sm of the batch gets a temporary error
+            for _, future in items:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), result in zip(items, results, strict=True):  # lengths checked above
+            if not future.done():
+                future.set_result(result)
+
+    async def close(self) -> None:
+        """Let batches already handed to the intake finish (their MOs are being stored)."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class InboundHandler:
+    """The ``on_deliver`` of one bind."""
+
+    def __init__(
+        self,
+        config: BindConfig,
+        intake: IntakeLike,
+        journal: DeliveryJournal,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        part_ack_hold_s: float = PART_ACK_HOLD_S,
+    ) -> None:
+        self.config = config
+        self.origin = f"smpp:{config.name}"
+        self._intake = _IntakeBatcher(intake)
+        self._journal = journal
+        self._clock = clock
+        self._hold = part_ack_hold_s
+        self._parts: Reassembler[asyncio.Future[int]] = Reassembler(config.reassembly_timeout_s)
+        self._dedupe = _DedupeWindow(config.dedupe_window_s)
+        self._expiry: asyncio.Task[None] | None = None
+        self.counters: dict[str, int] = {
+            "mo_stored": 0,
+            "mo_duplicates": 0,
+            "mo_rejected": 0,
+            "mo_incomplete": 0,
+            "receipts": 0,
+            "receipts_unknown": 0,
+        }
+        self._tasks: set[asyncio.Task[int]] = set()
+        self._late_receipts: set[asyncio.Task[None]] = set()
+
+    def begin(self, pdu: DeliverSm, answer: Callable[[int], None]) -> None:
+        """Handle ``pdu`` and call ``answer`` with the deliver_sm_resp status once it is known (not at
+        all if the handler is closed first: the SMSC then delivers again)."""
+        if not pdu.is_receipt:
+            try:
+                info, payload = mo_part(pdu)
+            except ValueError:
+                info, payload = None, None  # __call__ logs it and stores the message without its UDH
+            if info is None and payload is not None:
+                try:
+                    stored = self._intake.submit(self._incoming(pdu, payload, (), ()))
+                except Exception:
+                    log.exception("%s: could not prepare an MO; asking the SMSC to redeliver", self.origin)
+                    answer(Status.ESME_RX_T_APPN)
+                    return
+                stored.add_done_callback(functools.partial(self._answer_stored, answer))
+                return
+        task = asyncio.create_task(self(pdu))
+        self._tasks.add(task)
+        task.add_done_callback(functools.partial(self._answer_task, answer))
+
+    def _answer_stored(self, answer: Callable[[int], None], stored: asyncio.Future[Any]) -> None:
+        if stored.cancelled():
+            return
+        exc = stored.exception()
+        answer(self._failed(exc) if exc is not None else self._count(stored.result()))
+
+    def _answer_task(self, answer: Callable[[int], None], task: asyncio.Task[int]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # a handler bug must not lose the MO: ask the SMSC to deliver it again
+            log.error("%s: handling a deliver_sm failed", self.origin, exc_info=exc)
+            answer(Status.ESME_RX_T_APPN)
+        else:
+            answer(task.result())
+
+    async def __call__(self, pdu: DeliverSm) -> int:
+        if pdu.is_receipt:
+            return await self._receipt(pdu)
+        try:
+            info, payload = mo_part(pdu)
+        except ValueError as exc:  # a broken UDH: keep the whole message rather than lose it
+            log.warning("%s: %s; storing the message without its UDH", self.origin, exc)
+            info, payload = None, pdu.short_message
+        if info is None:
+            return await self._store(pdu, payload, notes=())
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        key = (pdu.source_addr, pdu.destination_addr, pdu.data_coding)
+        done = self._parts.add(key, info, payload, self._clock(), waiter)
+        if done is not None:
+            await self._finish(pdu, done)
+        else:
+            self._ensure_expiry()
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), self._hold)
+        except TimeoutError:
+            return Status.ESME_ROK
+
+    async def _finish(self, first: DeliverSm, assembled: Assembled[asyncio.Future[int]]) -> None:
+        notes = (assembled.note,) if assembled.note else ()
+        if not assembled.complete:
+            self.counters["mo_incomplete"] += 1
+        status = await self._store(first, assembled.payload, notes=notes, parts=assembled.received)
+        for waiter in assembled.items:
+            if not waiter.done():
+                waiter.set_result(status)
+
+    def _ensure_expiry(self) -> None:
+        if self._expiry is None or self._expiry.done():
+            self._expiry = asyncio.create_task(self._expire_loop(), name=f"smpp-reassembly-{self.origin}")
+
+    async def _expire_loop(self) -> None:
+        """Hand out long MOs whose parts stopped coming, until nothing waits."""
+        while True:
+            deadline = self._parts.next_deadline()
+            if deadline is None:
+                return
+            await asyncio.sleep(max(0.0, deadline - self._clock()) + 0.01)
+            for assembled in self._parts.expire(self._clock()):
+                with contextlib.suppress(Exception):
+                    first_key = assembled.key
+                    assert isinstance(first_key, tuple)
+                    src, dst, dc = first_key
+                    await self._finish(
+                        DeliverSm(source_addr=src, destination_addr=dst, data_coding=dc), assembled
+                    )
+
+    async def close(self) -> None:
+        """Stop the expiry task (parts still waiting are answered by the SMSC's redelivery)."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+        for task in [*self._tasks, *self._late_receipts]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._late_receipts, return_exceptions=True)
+        await self._intake.close()
+
+    # ------------------------------------------------------------------------------------ storing
+
+    def _source_id(self, pdu: DeliverSm, payload: bytes, parts: tuple[int, ...]) -> str:
+        smsc_id = find_tlv(pdu.tlvs, TlvTag.RECEIPTED_MESSAGE_ID)
+        if smsc_id is not None and smsc_id.as_str():
+            return f"s:{smsc_id.as_str()}"
+        digest = hashlib.sha256(
+            b"\x00".join(
+                (
+                    pdu.source_addr.encode(),
+                    pdu.destination_addr.encode(),
+                    bytes((pdu.data_coding,)),
+                    payload,
+                    ",".join(map(str, parts)).encode(),
+                )
+            )
+        ).hexdigest()[:32]
+        return self._dedupe.source_id(digest, self._clock(), int(time.time() * 1000))
+
+    def _incoming(
+        self, pdu: DeliverSm, payload: bytes, notes: tuple[str, ...], parts: tuple[int, ...]
+    ) -> Arrival:
+        decoded = decode_short_message(payload, pdu.data_coding, self.config.default_alphabet)
+        if decoded.binary:
+            notes = (*notes, f"data_coding 0x{pdu.data_coding:02X}: binary, recorded as hex")
+        problem: Rejection | None = None
+        try:
+            msisdn = normalize_msisdn(pdu.source_addr, ton=pdu.source_addr_ton, npi=pdu.source_addr_npi)
+        except NumberRejected as exc:
+            msisdn, problem = pdu.source_addr, Rejection("msisdn", exc.reason)
+        message = Message(
+            id="",
+            shortcode=pdu.destination_addr.lstrip("+"),
+            msisdn=msisdn,
+            text=decoded.text,
+            received_at=time.time(),
+            origin=self.origin,
+            source_id=self._source_id(pdu, payload, parts),
+            notes=notes,
+        )
+        return Arrival(
+            message,
+            operator=self.config.operator or None,
+            circle=self.config.circle or None,
+            problem=problem,
+        )
+
+    def restore_dedupe(self, source_ids: Sequence[str]) -> int:
+        """Seed the content-dedupe window with this bind's source ids stored within the window before
+        a restart (see the module docstring); how many were taken."""
+        return self._dedupe.restore(source_ids, self._clock(), time.time())
+
+    async def _store(
+        self, pdu: DeliverSm, payload: bytes, *, notes: tuple[str, ...], parts: tuple[int, ...] = ()
+    ) -> int:
+        try:
+            result = await self._intake.submit(self._incoming(pdu, payload, notes, parts))
+        except Exception as exc:
+            return self._failed(exc)
+        return self._count(result)
+
+    def _failed(self, exc: BaseException) -> int:
+        log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
+        return Status.ESME_RX_T_APPN
+
+    def _count(self, result: Stored) -> int:
+        """Count a stored MO by what the intake made of it; the status to answer."""
+        if result.duplicate:
+            self.counters["mo_duplicates"] += 1
+        elif result.state == "rejected":
+            self.counters["mo_rejected"] += 1
+        else:
+            self.counters["mo_stored"] += 1
+        return Status.ESME_ROK
+
+    async def _receipt(self, pdu: DeliverSm) -> int:
+        receipt = parse_receipt(pdu)
+        if receipt is None:
+            log.warning("%s: a receipt without a message id; acknowledged and dropped", self.origin)
+            self.counters["receipts_unknown"] += 1
+            return Status.ESME_ROK
+        if receipt.outcome is None:  # ENROUTE / ACCEPTD: nothing final to record
+            return Status.ESME_ROK
+        try:
+            found = await self._journal.record_delivery(receipt.message_id, receipt.outcome, receipt.detail)
+        except Exception as exc:
+            log.error("%s: recording a receipt failed (%s)", self.origin, exc)
+            return Status.ESME_RX_T_APPN
+        self.counters["receipts"] += 1
+        if found is None:
+            # An SMSC may send the receipt right after the submit_sm_resp, before the dispatcher has
+            # recorded that message id: look again a little later before calling it unknown.
+            task = asyncio.create_task(
+                self._receipt_later(receipt.message_id, receipt.outcome, receipt.detail)
+            )
+            self._late_receipts.add(task)
+            task.add_done_callback(self._late_receipts.discard)
+        return Status.ESME_ROK
+
+    async def _receipt_later(self, ref: str, outcome: str, detail: str) -> None:
+        for delay in RECEIPT_RETRY_DELAYS_S:
+            await asyncio.sleep(delay)
+            try:
+                if await self._journal.record_delivery(ref, outcome, detail) is not None:
+                    return
+            except Exception as exc:
+                log.error("%s: recording a receipt failed (%s)", self.origin, exc)
+                return
+        self.counters["receipts_unknown"] += 1
+        log.info("%s: receipt for unknown message id %s (%s)", self.origin, ref, outcome)

@@ -1,0 +1,5 @@
+-- The worker process that dispatches an MO (core.workers). Nodes on PostgreSQL share a queue instead
+-- and store 0; the column keeps both journals on one schema (edges/storage/schema.py).
+ALTER TABLE messages ADD COLUMN owner integer NOT NULL DEFAULT 0;
+DROP INDEX messages_unfinished;
+CREATE INDEX messages_unfinished ON messages (owner, id) WHERE state IN ('answered', 'queued', 'replying');

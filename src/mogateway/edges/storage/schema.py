@@ -1,0 +1,302 @@
+"""The journal's schema and rules, described once for both engines (SQLite, PostgreSQL).
+
+What is here, and only here:
+
+* the tables and their columns, each with its SQLite and PostgreSQL type (the SQLite journal creates
+  its schema from this; the PostgreSQL migrations must arrive at it, which a test checks);
+* how a message row reads back as a :class:`~mogateway.core.ports.MessageRecord` and how a message is
+  written as a row, and how its first timeline entry (received or rejected) is read from that row;
+* how ``core.timeline``'s table becomes SQL: the states in which an event may be applied (a ``WHERE``
+  clause) and the state it leads to (a ``CASE`` on the current state). A journal never writes a state
+  of its own: it writes the expression this module derives from the table.
+
+What differs between the engines — placeholders, arrays versus multi-row ``VALUES``, the writer — lives
+in each journal's module.
+
+A message row is written once when it is stored and then only updated by changes: the row itself is
+the first entry of its timeline (``received`` or ``rejected``, with its origin, source id, notes and
+rejection), so storing an MO costs one row; each later event adds one row to ``events``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+import orjson
+
+from mogateway.core.message import Message, Rejection, Sender
+from mogateway.core.ports import MessageRecord
+from mogateway.core.timeline import UNFINISHED_STATES, Event, EventKind, State, Step
+
+__all__ = [
+    "COLUMNS",
+    "MESSAGE_COLUMNS",
+    "TABLES",
+    "UNFINISHED_SQL",
+    "Column",
+    "first_event",
+    "message_row",
+    "record_from_row",
+    "sqlite_indexes",
+    "sqlite_tables",
+    "state_sql",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    sqlite: str
+    postgres: str
+
+
+def _c(name: str, sqlite: str, postgres: str | None = None) -> Column:
+    return Column(name, sqlite, postgres or sqlite.lower())
+
+
+#: Every table, its columns in order. Indexes and keys are in :data:`_SQLITE_EXTRA` and the migrations.
+TABLES: Final[dict[str, tuple[Column, ...]]] = {
+    "messages": (
+        _c("id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("origin", "TEXT NOT NULL", "text NOT NULL"),
+        _c("source_id", "TEXT", "text"),
+        _c("shortcode", "TEXT NOT NULL", "text NOT NULL"),
+        _c("msisdn", "TEXT NOT NULL", "text NOT NULL"),
+        _c("message", "TEXT NOT NULL", "text NOT NULL"),
+        _c("received_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("stored_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("updated_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("state", "TEXT NOT NULL", "text NOT NULL"),
+        _c("cc", "INTEGER", "integer"),
+        _c("ndc", "INTEGER", "integer"),
+        _c("sn", "INTEGER", "bigint"),
+        _c("operator", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("circle", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("client_id", "TEXT", "text"),
+        _c("reply_text", "TEXT", "text"),
+        _c("notes", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("rejection_field", "TEXT", "text"),
+        _c("rejection_reason", "TEXT", "text"),
+        # The worker process that dispatches the MO (core.workers; 0 with one worker and in cluster mode).
+        _c("owner", "INTEGER NOT NULL DEFAULT 0", "integer NOT NULL DEFAULT 0"),
+    ),
+    "events": (
+        _c("seq", "INTEGER", "bigint NOT NULL"),
+        _c("message_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("kind", "TEXT NOT NULL", "text NOT NULL"),
+        _c("data", "TEXT NOT NULL", "jsonb NOT NULL"),
+    ),
+    "reply_refs": (
+        _c("ref", "TEXT NOT NULL", "text NOT NULL"),
+        _c("message_id", "TEXT NOT NULL", "text NOT NULL"),
+    ),
+    "clients": (
+        _c("id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("doc", "TEXT NOT NULL", "jsonb NOT NULL"),
+        _c("updated_at", "REAL NOT NULL", "double precision NOT NULL"),
+    ),
+    "settings": (
+        _c("key", "TEXT NOT NULL", "text NOT NULL"),
+        _c("value", "TEXT NOT NULL", "text NOT NULL"),
+    ),
+    # Traffic figures (service.stats): absolute counts per interval, node, client and kind. Kept apart
+    # from the messages so that reading "today" never touches them.
+    "stats": (
+        _c("span", "INTEGER NOT NULL", "integer NOT NULL"),
+        _c("at", "INTEGER NOT NULL", "bigint NOT NULL"),
+        _c("node", "TEXT NOT NULL", "text NOT NULL"),
+        _c("client", "TEXT NOT NULL", "text NOT NULL"),
+        _c("kind", "TEXT NOT NULL", "text NOT NULL"),
+        _c("count", "INTEGER NOT NULL", "bigint NOT NULL"),
+    ),
+}
+
+COLUMNS: Final = tuple(c.name for c in TABLES["messages"])
+#: The columns of a message row, in the order :func:`record_from_row` reads them.
+MESSAGE_COLUMNS: Final = ", ".join(COLUMNS)
+#: The columns a new message row is inserted with (all of them), as :func:`message_row` orders them.
+INSERT_COLUMNS: Final = COLUMNS
+
+#: ``state IN (...)`` of the unfinished messages, spelled identically in queries and partial indexes
+#: (SQLite uses a partial index only for a query whose condition matches it term by term).
+UNFINISHED_SQL: Final = "state IN (" + ", ".join(f"'{s.value}'" for s in sorted(UNFINISHED_STATES)) + ")"
+
+_PRIMARY_KEYS: Final = {
+    "messages": "id",
+    "events": "seq",
+    "reply_refs": "ref",
+    "clients": "id",
+    "settings": "key",
+    "stats": "span, at, node, client, kind",
+}
+_SQLITE_INDEXES: Final = f"""
+CREATE INDEX IF NOT EXISTS messages_received ON messages (received_at);
+CREATE INDEX IF NOT EXISTS messages_msisdn ON messages (msisdn, received_at);
+CREATE INDEX IF NOT EXISTS messages_shortcode ON messages (shortcode, received_at);
+CREATE INDEX IF NOT EXISTS messages_unfinished ON messages (owner, id) WHERE {UNFINISHED_SQL};
+CREATE INDEX IF NOT EXISTS events_message ON events (message_id, seq);
+"""
+
+
+def sqlite_tables() -> str:
+    """The SQLite tables (idempotent ``CREATE TABLE IF NOT EXISTS``), from :data:`TABLES`."""
+    parts = ["CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"]
+    for table, columns in TABLES.items():
+        key = _PRIMARY_KEYS[table]
+        body = ",\n    ".join(
+            f"{c.name} {c.sqlite}" + (" PRIMARY KEY" if c.name == key else "") for c in columns
+        )
+        if "," in key:  # a composite key is a table constraint
+            body += f",\n    PRIMARY KEY ({key})"
+        rowid = "" if table == "events" else " WITHOUT ROWID"  # events: seq is the rowid
+        parts.append(f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}\n){rowid};")
+    return "\n".join(parts)
+
+
+def sqlite_indexes() -> str:
+    """The SQLite indexes (idempotent), created once the tables are at the current version."""
+    return _SQLITE_INDEXES
+
+
+# ------------------------------------------------------------------------------------------ rows
+
+
+def message_row(message: Message, state: State, now: float, owner: int = 0) -> tuple[Any, ...]:
+    """The row a newly stored message is inserted as (:data:`INSERT_COLUMNS` order)."""
+    s = message.sender
+    r = message.rejection
+    return (
+        message.id,
+        message.origin,
+        message.source_id,
+        message.shortcode,
+        message.msisdn,
+        message.text,
+        message.received_at,
+        now,
+        now,
+        state.value,
+        None if s is None else s.cc,
+        None if s is None else s.ndc,
+        None if s is None else s.sn,
+        "" if s is None else s.operator,
+        "" if s is None else s.circle,
+        None,
+        None,
+        orjson.dumps(list(message.notes)).decode() if message.notes else "",
+        None if r is None else r.field,
+        None if r is None else r.reason,
+        owner,
+    )
+
+
+def record_from_row(row: Sequence[Any]) -> MessageRecord:
+    """A MessageRecord from a row selected with :data:`MESSAGE_COLUMNS`."""
+    (
+        mid,
+        origin,
+        source_id,
+        shortcode,
+        msisdn,
+        text,
+        received_at,
+        stored_at,
+        updated_at,
+        state,
+        cc,
+        ndc,
+        sn,
+        operator,
+        circle,
+        client_id,
+        reply_text,
+        notes,
+        rejection_field,
+        rejection_reason,
+        owner,
+    ) = row
+    message = Message(
+        id=mid,
+        shortcode=shortcode,
+        msisdn=msisdn,
+        text=text,
+        received_at=received_at,
+        origin=origin,
+        source_id=source_id,
+        sender=None if cc is None else Sender(cc, ndc, sn, operator, circle),
+        rejection=None if rejection_field is None else Rejection(rejection_field, rejection_reason or ""),
+        notes=tuple(orjson.loads(notes)) if notes else (),
+    )
+    return MessageRecord(message, State(state), stored_at, updated_at, client_id, reply_text, owner)
+
+
+def first_event(record: MessageRecord) -> Event:
+    """The first entry of a message's timeline, which its row holds: received (or rejected) and stored."""
+    m = record.message
+    data: dict[str, Any] = {"origin": m.origin, "stored_at": record.stored_at}
+    if m.source_id is not None:
+        data["source_id"] = m.source_id
+    if m.notes:
+        data["notes"] = list(m.notes)
+    if m.rejection is not None:
+        data["reason"] = m.rejection.reason
+        data["field"] = m.rejection.field
+        return Event(EventKind.REJECTED, m.received_at, data)
+    return Event(EventKind.RECEIVED, m.received_at, data)
+
+
+def event_json(event: Event) -> str:
+    """An event's data as stored (JSON text)."""
+    return orjson.dumps(event.data).decode()
+
+
+# ------------------------------------------------------------------------------------------ states
+
+
+@dataclass(frozen=True, slots=True)
+class StateSql:
+    """A step of the timeline table as SQL: ``allowed`` is a condition on the current state (the
+    compare-and-set), ``after`` the expression of the state it leaves."""
+
+    allowed: str
+    after: str
+
+
+def _quoted(states: Sequence[State]) -> str:
+    return ", ".join(f"'{s.value}'" for s in states)
+
+
+@cache
+def state_sql(step: Step, column: str = "state") -> StateSql:
+    """The SQL of ``step`` over a state column named ``column`` (derived from ``core.timeline``)."""
+    allowed = sorted(s for s in step.allowed if s is not None)
+    if not allowed:
+        raise ValueError("a step that only applies to new messages is written by store, not apply")
+    targets = {to for frm, to in step.moves.items() if frm is not None}
+    moved_from = sorted(frm for frm in step.moves if frm is not None)
+    if not step.keeps and len(targets) == 1:
+        after = f"'{next(iter(targets)).value}'"
+    elif not moved_from:
+        after = column
+    else:
+        whens = " ".join(f"WHEN '{frm.value}' THEN '{step.moves[frm].value}'" for frm in moved_from)
+        after = f"CASE {column} {whens} ELSE {column} END"
+    return StateSql(f"{column} IN ({_quoted(allowed)})", after)
+
+
+def rounds(items: Sequence[Any], key: Callable[[Any], str]) -> list[list[int]]:
+    """Indexes of ``items`` cut into rounds in which no key appears twice, keeping each key's order:
+    one UPDATE statement touches a row at most once, and a later change must see an earlier one."""
+    out: list[list[int]] = []
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items):
+        k = seen.get(key(item), -1) + 1
+        seen[key(item)] = k
+        if k == len(out):
+            out.append([])
+        out[k].append(n)
+    return out

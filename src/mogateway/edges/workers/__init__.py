@@ -1,0 +1,1 @@
+"""How the worker processes of one gateway reach each other (``mogateway serve --workers N``)."""
