@@ -119,7 +119,7 @@ def test_a_dead_nodes_mos_reach_the_application_within_ten_seconds(tmp_path: Pat
 
         pushing = threading.Thread(target=push_all, name="pushers")
         pushing.start()
-        held_at_kill = _wait_until_holding(cluster, victim.name, KILL_WHEN_HELD, timeout=30)
+        held_at_kill = _wait_until_holding(cluster, victim.name, KILL_WHEN_HELD, timeout=60)
         kill_mono, kill_wall = time.monotonic(), time.time()
         victim.kill()
         time.sleep(RESTART_AFTER_S)

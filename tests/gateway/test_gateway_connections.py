@@ -207,12 +207,18 @@ def test_many_idle_connections_never_lock_out_health_and_admin(tmp_path: Path) -
         assert all(probes), f"{probes.count(False)} of {len(probes)} /healthz probes failed"
         admin = httpx.get(running.url + "/v1/clients", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
         assert admin.status_code == 200
-        closed = 0
-        for sock in idle:
-            sock.settimeout(0.05)
-            with contextlib.suppress(TimeoutError):
-                closed += sock.recv(1) == b""
-        assert closed >= 450, closed  # the longest-idle ones made room
+        # The longest-idle ones made room. On a loaded machine the gateway may still be accepting the
+        # last of the 600 (each accept beyond the cap closes one), so look again until it is done.
+        still_open, closed = list(idle), 0
+        deadline = time.monotonic() + 20
+        while closed < 450 and time.monotonic() < deadline:
+            for sock in list(still_open):
+                sock.settimeout(0.01)
+                with contextlib.suppress(TimeoutError):
+                    if sock.recv(1) == b"":
+                        closed += 1
+                        still_open.remove(sock)
+        assert closed >= 450, closed
         assert "open files limit 256; at most 100 HTTP connections" in running.stderr()
         assert "closing the longest idle ones" in running.stderr()
     finally:

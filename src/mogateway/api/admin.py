@@ -8,13 +8,23 @@ from datetime import datetime
 from typing import Any, Literal
 
 import orjson
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from starlette.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic.config import JsonDict
+from starlette.responses import PlainTextResponse, Response
 
 from mogateway.api import dlt
 from mogateway.api.auth import require_token
+from mogateway.api.openapi import (
+    BindList,
+    ClientList,
+    ClientOut,
+    MessageOut,
+    MessagePage,
+    Replayed,
+    documented,
+)
 from mogateway.api.problems import ApiProblem
 from mogateway.api.render import iso, message_json
 from mogateway.core.callback_url import UrlRefused, normalize_callback_url
@@ -48,6 +58,8 @@ def _json(data: Any, status: int = 200) -> Response:
 def _shortcodes(values: list[Any]) -> list[str]:
     out: list[str] = []
     for v in values:
+        if isinstance(v, float) and v.is_integer():  # JSON has one number type: 56767.0 is 56767
+            v = int(v)
         text = str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else ""
         try:
             check_shortcode(text)
@@ -77,20 +89,41 @@ def _callback_url(value: str) -> str:
         raise ValueError(str(exc)) from None
 
 
+#: The schema of what the validators below accept (they keep the error messages; the schema tells a
+#: client beforehand). The callback URL's host must also resolve to a public address unless the
+#: operator allows private ones: a rule no schema can state.
+_SHORTCODES: JsonDict = {
+    "items": {
+        "anyOf": [
+            {"type": "string", "pattern": "^[1-9][0-9]{2,9}$"},
+            {"type": "integer", "minimum": 100, "maximum": 9_999_999_999},
+        ]
+    }
+}
+_URL: JsonDict = {
+    "description": "http or https; no spaces, control characters or credentials (percent-encode them)",
+    "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s\x00-\x1f\x7f-\x9f]+$",
+}
+_KEYWORDS: JsonDict = {"items": {"type": "string", "pattern": r"^\S{1,32}$"}}
+_PE_ID: JsonDict = {"pattern": "^[0-9]{19}$"}
+
+
 class ClientIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=100)
-    shortcodes: list[Any] = Field(min_length=1, max_length=100)
-    callback_url: str = Field(min_length=8, max_length=2048)
-    keywords: list[str] = Field(default_factory=list, max_length=100)
+    shortcodes: list[Any] = Field(min_length=1, max_length=100, json_schema_extra=_SHORTCODES)
+    callback_url: str = Field(min_length=8, max_length=2048, json_schema_extra=_URL)
+    keywords: list[str] = Field(default_factory=list, max_length=100, json_schema_extra=_KEYWORDS)
     timeout_s: float = Field(30.0, ge=1, le=30)
     max_concurrency: int | None = Field(None, ge=1, le=10_000)
     tsunix_unit: Literal["ms", "s"] = "ms"
-    unescape_newlines: bool = True
-    sign_callbacks: bool = False
-    dlt_pe_id: str | None = None
-    dlt_enforce: bool = False
+    unescape_newlines: StrictBool = True
+    sign_callbacks: StrictBool = False
+    dlt_pe_id: str | None = Field(None, json_schema_extra=_PE_ID)
+    dlt_enforce: StrictBool = Field(
+        False, description="refuse replies matching no template (needs dlt_pe_id)"
+    )
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: _shortcodes(v)))
     _kw = field_validator("keywords")(classmethod(lambda cls, v: _keywords(v)))
@@ -102,16 +135,16 @@ class ClientPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, min_length=1, max_length=100)
-    shortcodes: list[Any] | None = Field(None, min_length=1, max_length=100)
-    callback_url: str | None = Field(None, min_length=8, max_length=2048)
-    keywords: list[str] | None = Field(None, max_length=100)
+    shortcodes: list[Any] | None = Field(None, min_length=1, max_length=100, json_schema_extra=_SHORTCODES)
+    callback_url: str | None = Field(None, min_length=8, max_length=2048, json_schema_extra=_URL)
+    keywords: list[str] | None = Field(None, max_length=100, json_schema_extra=_KEYWORDS)
     timeout_s: float | None = Field(None, ge=1, le=30)
     max_concurrency: int | None = Field(None, ge=1, le=10_000)
     tsunix_unit: Literal["ms", "s"] | None = None
-    unescape_newlines: bool | None = None
-    sign_callbacks: bool | None = None
-    dlt_pe_id: str | None = None  # null removes it
-    dlt_enforce: bool | None = None
+    unescape_newlines: StrictBool | None = None
+    sign_callbacks: StrictBool | None = None
+    dlt_pe_id: str | None = Field(None, json_schema_extra=_PE_ID)  # null removes it
+    dlt_enforce: StrictBool | None = None
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: None if v is None else _shortcodes(v)))
     _kw = field_validator("keywords")(classmethod(lambda cls, v: None if v is None else _keywords(v)))
@@ -161,7 +194,14 @@ def _conflict(exc: ClientConflict) -> ApiProblem:
     return ApiProblem(409, str(exc), kind="route-conflict")
 
 
-@router.post("/v1/clients", status_code=201, summary="Register a client application")
+@router.post(
+    "/v1/clients",
+    status_code=201,
+    summary="Register a client application",
+    description="422 also when the callback host resolves to a private, loopback or reserved address "
+    "(unless the operator allows them), or when dlt_enforce is set without dlt_pe_id.",
+    **documented(400, 409, 413, 422, ok=ClientOut, status=201),
+)
 async def create_client(request: Request, body: ClientIn) -> Response:
     gateway = _admin(request)
     await _check_url(gateway, body.callback_url)
@@ -194,7 +234,7 @@ async def _reload(gateway: Any) -> None:
         raise ApiProblem(503, str(exc), kind="secret-key") from None
 
 
-@router.get("/v1/clients", summary="List client applications")
+@router.get("/v1/clients", summary="List client applications", **documented(503, ok=ClientList))
 async def list_clients(request: Request) -> Response:
     gateway = _admin(request)
     await _reload(gateway)
@@ -208,14 +248,23 @@ def _client_or_404(gateway: Any, client_id: str) -> ClientRecord:
     return client
 
 
-@router.get("/v1/clients/{client_id}", summary="Show one client application")
+@router.get(
+    "/v1/clients/{client_id}", summary="Show one client application", **documented(404, 503, ok=ClientOut)
+)
 async def get_client(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
     await _reload(gateway)
     return _json(client_json(_client_or_404(gateway, client_id)))
 
 
-@router.patch("/v1/clients/{client_id}", summary="Change a client application")
+@router.patch(
+    "/v1/clients/{client_id}",
+    summary="Change a client application",
+    description="A field that is absent or null is left as it is (but `dlt_pe_id: null` removes the PE id). "
+    "422 also for a callback host that resolves to a private address (unless allowed), or "
+    "dlt_enforce on a client without dlt_pe_id.",
+    **documented(400, 404, 409, 413, 422, ok=ClientOut),
+)
 async def patch_client(request: Request, client_id: str, body: ClientPatch) -> Response:
     gateway = _admin(request)
     _client_or_404(gateway, client_id)
@@ -223,9 +272,7 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
     if changes.get("callback_url"):
         await _check_url(gateway, changes["callback_url"])
     dlt_changes: dict[str, Any] = {key: changes.pop(key) for key in dlt.CLIENT_FIELDS if key in changes}
-    for key in ("name", "shortcodes", "callback_url", "timeout_s", "tsunix_unit", "unescape_newlines"):
-        if changes.get(key) is None:
-            changes.pop(key, None)
+    changes = {key: value for key, value in changes.items() if value is not None}  # null: left as it is
     # Turning signing on makes a secret (shown in this answer only); off forgets every secret; asking
     # for what is already so changes nothing (and shows no secret).
     sign = changes.pop("sign_callbacks", None)
@@ -251,7 +298,9 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
     return _json(client_json(updated, with_signing_secret=started_signing))
 
 
-@router.delete("/v1/clients/{client_id}", status_code=204, summary="Remove a client application")
+@router.delete(
+    "/v1/clients/{client_id}", status_code=204, summary="Remove a client application", **documented(404)
+)
 async def delete_client(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
     _client_or_404(gateway, client_id)
@@ -259,7 +308,9 @@ async def delete_client(request: Request, client_id: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/v1/clients/{client_id}/token", summary="Rotate a client's bearer token")
+@router.post(
+    "/v1/clients/{client_id}/token", summary="Rotate a client's bearer token", **documented(404, ok=ClientOut)
+)
 async def rotate_token(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
     _client_or_404(gateway, client_id)
@@ -267,7 +318,11 @@ async def rotate_token(request: Request, client_id: str) -> Response:
     return _json(client_json(updated, with_token=True))
 
 
-@router.post("/v1/clients/{client_id}/signing-secret", summary="Rotate a client's signing secret")
+@router.post(
+    "/v1/clients/{client_id}/signing-secret",
+    summary="Rotate a client's signing secret",
+    **documented(404, 409, ok=ClientOut),
+)
 async def rotate_signing_secret(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
     _client_or_404(gateway, client_id)
@@ -299,17 +354,27 @@ def _parse_since(value: str, field: str = "since") -> float:
     return moment.timestamp()
 
 
-@router.get("/v1/messages", summary="Find messages")
+_TIME_DOC = "ISO 8601 with a UTC offset, or unix seconds"
+_TIME: JsonDict = {
+    "pattern": r"^(|[0-9]{1,10}(\.[0-9]{1,6})?|[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$"
+}
+_CURSOR: JsonDict = {"pattern": r"^$|^[0-9]{1,10}(\.[0-9]{1,6})?:[!-~]{1,64}$"}
+
+
+@router.get("/v1/messages", summary="Find messages", **documented(422, ok=MessagePage))
 async def list_messages(
     request: Request,
     shortcode: str | None = None,
     msisdn: str | None = None,
-    state: str | None = None,
-    since: str | None = None,
-    limit: int = 50,
+    state: str | None = Query(None, json_schema_extra={"enum": ["", *(s.value for s in State)]}),
+    since: str | None = Query(None, description=_TIME_DOC, json_schema_extra=_TIME),
+    limit: int = Query(50, json_schema_extra={"minimum": 1, "maximum": 1000}),
     client: str | None = None,
-    until: str | None = None,
-    before: str | None = None,
+    until: str | None = Query(None, description=_TIME_DOC, json_schema_extra=_TIME),
+    before: str | None = Query(
+        None, description="the `next` of the previous page", json_schema_extra=_CURSOR
+    ),
 ) -> Response:
     """Newest first. ``before`` is the ``next`` of the previous page (keyset paging: stable and cheap
     however deep one pages, where an offset would rescan everything before the page)."""
@@ -360,7 +425,11 @@ def _parse_cursor(value: str) -> tuple[float, str]:
         ) from None
 
 
-@router.get("/v1/messages/{message_id}", summary="One message with its whole timeline")
+@router.get(
+    "/v1/messages/{message_id}",
+    summary="One message with its whole timeline",
+    **documented(404, ok=MessageOut),
+)
 async def get_message(request: Request, message_id: str) -> Response:
     gateway = _admin(request)
     record = await gateway.journal.get(message_id)
@@ -369,7 +438,12 @@ async def get_message(request: Request, message_id: str) -> Response:
     return _json(message_json(record, await gateway.journal.timeline(message_id)))
 
 
-@router.post("/v1/messages/{message_id}/replay", status_code=202, summary="Call the callback again")
+@router.post(
+    "/v1/messages/{message_id}/replay",
+    status_code=202,
+    summary="Call the callback again",
+    **documented(404, 409, ok=Replayed, status=202),
+)
 async def replay_message(request: Request, message_id: str) -> Response:
     gateway = _admin(request)
     try:
@@ -384,13 +458,18 @@ async def replay_message(request: Request, message_id: str) -> Response:
 # ------------------------------------------------------------------------------------ operations
 
 
-@router.get("/v1/binds", summary="SMPP binds and their state")
+@router.get("/v1/binds", summary="SMPP binds and their state", **documented(ok=BindList))
 async def binds(request: Request) -> Response:
     gateway = _admin(request)
     return _json({"binds": await gateway.binds_status()})
 
 
-@router.get("/metrics", summary="Prometheus metrics", include_in_schema=True)
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics (admin token unless metrics_public)",
+    response_class=PlainTextResponse,
+    **documented(ok_content={"text/plain": {"schema": {"type": "string"}}}),
+)
 async def metrics(request: Request) -> Response:
     gateway = request.app.state.gateway
     if not gateway.settings.metrics_public:

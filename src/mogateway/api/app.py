@@ -15,10 +15,23 @@ from mogateway.api import admin, cluster, dlt, ingest, stats
 from mogateway.api.apidocs import install_docs
 from mogateway.api.console import install_console
 from mogateway.api.limits import BodyLimit
+from mogateway.api.openapi import Health, documented, install_openapi
 from mogateway.api.problems import install_handlers
 from mogateway.node import Gateway
 
 __all__ = ["create_app"]
+
+
+def _limits(doc: dict[str, Any], settings: Any) -> None:
+    """The parts of /openapi.json that depend on the settings: the batch size, the stats window."""
+    batch = doc["paths"]["/v1/inbound/batch"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    for form in batch["anyOf"]:
+        (form if form["type"] == "array" else form["properties"]["items"])["maxItems"] = (
+            settings.max_batch_items
+        )
+    for parameter in doc["paths"]["/v1/stats"]["get"]["parameters"]:
+        if parameter["name"] == "window":
+            parameter["schema"]["pattern"] = stats.window_pattern(settings.stats_retention_days)
 
 
 def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
@@ -50,9 +63,15 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.include_router(cluster.router)
     app.include_router(stats.router)
     install_docs(app)
+    install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)
 
-    @app.get("/healthz", tags=["operations"], summary="Liveness and basic state (no auth)")
+    @app.get(
+        "/healthz",
+        tags=["operations"],
+        summary="Liveness and basic state (no auth)",
+        **documented(auth=None, ok=Health),
+    )
     async def healthz(request: Request) -> Response:
         return Response(orjson.dumps(gateway.health()), media_type="application/json")
 

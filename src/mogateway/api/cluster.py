@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from mogateway.api.auth import require_token
+from mogateway.api.openapi import NodeList, documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.isotime import iso
 
@@ -18,7 +19,11 @@ __all__ = ["router"]
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/v1/nodes", summary="The gateway nodes alive now (heartbeats), their binds and queue lag")
+@router.get(
+    "/v1/nodes",
+    summary="The gateway nodes alive now (heartbeats), their binds and queue lag",
+    **documented(503, ok=NodeList),
+)
 async def list_nodes(request: Request) -> Response:
     gateway: Any = request.app.state.gateway
     require_token(request, gateway.admin_token, "admin")

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from mogateway.api.auth import require_token
+from mogateway.api.openapi import CheckOut, ImportReport, TemplateList, TemplateOut, documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.clients import ClientRecord
 from mogateway.core.dlt import DltInvalid, Template, check_dlt_id, parse_template
@@ -99,14 +100,15 @@ def client_fields_json(client: ClientRecord) -> dict[str, Any]:
 class TemplateIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    template_id: str = Field(max_length=64)
-    text: str = Field(max_length=10_000)
+    template_id: str = Field(max_length=64, json_schema_extra={"pattern": "^[0-9]{19}$"})
+    text: str = Field(max_length=10_000, json_schema_extra={"minLength": 1})  # empty: 422 "is empty"
 
 
 class CheckIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(max_length=100_000)
+    # 10,000 characters fit the default body limit (64 KiB) however they are written in JSON.
+    text: str = Field(max_length=10_000)
 
 
 def _admin(request: Request) -> Any:
@@ -162,13 +164,24 @@ def _too_many(count: int) -> ApiProblem:
     )
 
 
-@router.get("/v1/clients/{client_id}/dlt-templates", summary="A client's DLT templates")
+@router.get(
+    "/v1/clients/{client_id}/dlt-templates",
+    summary="A client's DLT templates",
+    **documented(404, ok=TemplateList),
+)
 async def list_templates(request: Request, client_id: str) -> Response:
     gateway = _admin(request)
     return _json(_list_json(await _client(gateway, client_id)))
 
 
-@router.post("/v1/clients/{client_id}/dlt-templates", status_code=201, summary="Add a DLT template")
+@router.post(
+    "/v1/clients/{client_id}/dlt-templates",
+    status_code=201,
+    summary="Add a DLT template",
+    description="200 when the same template is registered already. 422 also for a text DLT refuses (only "
+    "variables, too many variables...), or when the client has as many templates as allowed.",
+    **documented(400, 404, 409, 413, 422, ok=TemplateOut, status=201, also={200: TemplateOut}),
+)
 async def add_template(request: Request, client_id: str, body: TemplateIn) -> Response:
     gateway = _admin(request)
     client = await _client(gateway, client_id)
@@ -208,7 +221,10 @@ async def add_template(request: Request, client_id: str, body: TemplateIn) -> Re
 
 
 @router.delete(
-    "/v1/clients/{client_id}/dlt-templates/{template_id}", status_code=204, summary="Remove a DLT template"
+    "/v1/clients/{client_id}/dlt-templates/{template_id}",
+    status_code=204,
+    summary="Remove a DLT template",
+    **documented(404),
 )
 async def delete_template(request: Request, client_id: str, template_id: str) -> Response:
     gateway = _admin(request)
@@ -228,9 +244,15 @@ async def delete_template(request: Request, client_id: str, template_id: str) ->
 @router.post(
     "/v1/clients/{client_id}" + IMPORT_SUFFIX,
     summary="Import a DLT portal's template export (CSV body)",
-    openapi_extra={
-        "requestBody": {"content": {"text/csv": {"schema": {"type": "string"}}}, "required": True}
-    },
+    description="422 when the file is not a DLT export the gateway can read (the detail says why).",
+    **documented(
+        400,
+        404,
+        413,
+        422,
+        ok=ImportReport,
+        body={"content": {"text/csv": {"schema": {"type": "string"}}}, "required": True},
+    ),
 )
 async def import_templates(
     request: Request, client_id: str, replace: bool = False, dry_run: bool = False
@@ -294,7 +316,9 @@ async def import_templates(
 
 
 @router.post(
-    "/v1/clients/{client_id}/dlt-check", summary="Which DLT template a reply would match, or why none"
+    "/v1/clients/{client_id}/dlt-check",
+    summary="Which DLT template a reply would match, or why none",
+    **documented(400, 404, 413, 422, ok=CheckOut),
 )
 async def check_reply(request: Request, client_id: str, body: CheckIn) -> Response:
     gateway = _admin(request)

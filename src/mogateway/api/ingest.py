@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from mogateway.api.auth import require_token
+from mogateway.api.openapi import INGEST, BatchOut, StoredOut, documented
 from mogateway.api.problems import ApiProblem, problem
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.ports import Stored
@@ -36,6 +37,8 @@ def _text(
         return None, ("is required" if required else None)
     if isinstance(value, str):
         return value, None
+    if numeric_ok and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 9812345678.0 is 9812345678
     if numeric_ok and isinstance(value, int) and not isinstance(value, bool):
         return str(value), None
     return None, ("must be a string of digits" if numeric_ok else "must be a string")
@@ -127,7 +130,70 @@ def _json(data: Any, status: int) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
 
-@router.post("/v1/inbound", status_code=202, summary="Push one MO")
+#: One MO as an operator pushes it (the JSON schema of what :func:`arrival_from_json` reads).
+MO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["shortcode", "msisdn", "message"],
+    "properties": {
+        "shortcode": {
+            "anyOf": [
+                {"type": "string", "pattern": "^[1-9][0-9]{2,9}$"},
+                {"type": "integer", "minimum": 100, "maximum": 9_999_999_999},
+            ]
+        },
+        "msisdn": {
+            "description": "an Indian mobile number: 10 digits, optionally after 91, +91 or 0",
+            "anyOf": [
+                {"type": "string", "pattern": "^(\\+?91|0)?[6-9][0-9]{9}$"},
+                {"type": "integer", "minimum": 6_000_000_000, "maximum": 9_999_999_999},
+                {"type": "integer", "minimum": 916_000_000_000, "maximum": 919_999_999_999},
+            ],
+        },
+        "message": {"type": "string"},
+        "id": {
+            "description": "the operator's id of the MO: a second push with the same id is a duplicate",
+            "anyOf": [{"type": "string", "maxLength": 200}, {"type": "integer"}, {"type": "null"}],
+        },
+        "operator": {"type": ["string", "null"]},
+        "circle": {"type": ["string", "null"]},
+        "received_at": {
+            "type": ["string", "null"],
+            "format": "date-time",
+            "description": "ISO 8601 with a UTC offset; not before 2000, not more than a day ahead",
+        },
+    },
+}
+#: Any list: every item gets its own result, an item that is not a valid MO included ("invalid").
+BATCH_SCHEMA: dict[str, Any] = {
+    "description": "a list of MOs (each as in POST /v1/inbound), or an object with the list as `items`",
+    "anyOf": [
+        {"type": "array", "items": {}},
+        {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {}}}},
+    ],
+}
+_REJECTED = (
+    "422 also for an MO the gateway refuses (a number outside India's mobile series, a time out of "
+    "range...): it is recorded as `rejected` and the problem document carries its `id`."
+)
+
+
+@router.post(
+    "/v1/inbound",
+    status_code=202,
+    summary="Push one MO",
+    description=_REJECTED,
+    **documented(
+        400,
+        413,
+        415,
+        422,
+        503,
+        auth=INGEST,
+        ok=StoredOut,
+        status=202,
+        body={"required": True, "content": {"application/json": {"schema": MO_SCHEMA}}},
+    ),
+)
 async def inbound(request: Request) -> Response:
     gateway = request.app.state.gateway
     require_token(request, gateway.ingest_token, "ingest")
@@ -151,7 +217,25 @@ async def inbound(request: Request) -> Response:
     return _json(_result_json(result), 202)
 
 
-@router.post("/v1/inbound/batch", summary="Push many MOs; one result per item, in order")
+@router.post(
+    "/v1/inbound/batch",
+    summary="Push many MOs; one result per item, in order",
+    description='A JSON list of MOs (or `{"items": [...]}`). Each item gets its result: an invalid '
+    "or refused item does not refuse the others.",
+    **documented(
+        400,
+        413,
+        415,
+        422,
+        503,
+        auth=INGEST,
+        ok=BatchOut,
+        body={
+            "required": True,
+            "content": {"application/json": {"schema": BATCH_SCHEMA}},
+        },
+    ),
+)
 async def inbound_batch(request: Request) -> Response:
     gateway = request.app.state.gateway
     require_token(request, gateway.ingest_token, "ingest")

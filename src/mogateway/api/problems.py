@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.routing import Match
 
 __all__ = ["ApiProblem", "install_handlers", "problem"]
 
@@ -58,6 +59,15 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+def _methods_of_path(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiProblem)
     async def _api_problem(_: Request, exc: ApiProblem) -> Response:
@@ -79,8 +89,12 @@ def install_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> Response:
-        return problem(exc.status_code, str(exc.detail))
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        answer = problem(exc.status_code, str(exc.detail))
+        answer.headers.update(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names the methods of one route; a path may have several
+            answer.headers["allow"] = ", ".join(_methods_of_path(request))
+        return answer
 
     @app.exception_handler(ClientDisconnect)
     async def _gone(_: Request, exc: ClientDisconnect) -> Response:
