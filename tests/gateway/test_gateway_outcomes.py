@@ -368,3 +368,21 @@ def test_a_hanging_client_with_a_cap_above_the_global_one_leaves_room_for_the_ot
         fast_id = gw.push("22222", "quick")["id"]
         assert gw.wait_state(fast_id, timeout=2.0)["state"] == "replied"
         assert len(app.calls) == 9  # the hanging client never got the tenth slot
+
+
+def test_a_client_failing_again_and_again_is_one_log_line_and_one_when_it_works_again(
+    gw: InProcessGateway, app: CallbackRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    app.then(*[Answer.with_status(500)] * 12)  # then "OK" again
+    gw.add_client(shortcodes=["56767"], callback_url=app.url, name="flaky", max_concurrency=1)
+    with caplog.at_level(logging.INFO, logger="mogateway.service.dispatcher"):
+        ids = [gw.push("56767", f"VOTE {n}")["id"] for n in range(14)]
+        states = [gw.wait_state(mid)["state"] for mid in ids]
+    assert states == ["http_error"] * 12 + ["replied"] * 2
+    lines = [r.getMessage() for r in caplog.records if r.name == "mogateway.service.dispatcher"]
+    failing = [line for line in lines if "callbacks failed in a row" in line]
+    assert len(failing) == 1, lines  # at the 5th failure, not once per failure
+    assert "client flaky (" in failing[0]
+    assert "5 callbacks failed in a row, the last: http_error 500" in failing[0]
+    recovered = [line for line in lines if "callbacks work again after 12 failures" in line]
+    assert len(recovered) == 1, lines

@@ -35,11 +35,16 @@ from mogateway.service.caller import exchange
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry
 from mogateway.service.replier import Replier
+from mogateway.service.throttle import Throttle
 
 __all__ = ["Dispatcher"]
 
 log = logging.getLogger(__name__)
 
+#: Outcomes that show the client's application works (the others count as failures in a row).
+_CALLBACK_WORKED = frozenset({OutcomeKind.REPLY, OutcomeKind.BLANK})
+#: A client is logged as failing after this many failed callbacks in a row.
+_FAILING_AFTER = 5
 
 
 class _Lane:
@@ -94,6 +99,8 @@ class Dispatcher:
         # prometheus children by label, looked up once (labels() costs more than inc()).
         self._per_client: dict[str, tuple[Any, Any]] = {}
         self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
+        self._failing: dict[str, int] = {}  # client id -> callbacks failed in a row
+        self._client_throttle = Throttle(60.0)
 
     def _client_metrics(self, client_id: str) -> tuple[Any, Any]:
         found = self._per_client.get(client_id)
@@ -274,6 +281,7 @@ class Dispatcher:
             finally:
                 gauge.dec()
         outcome = ex.outcome
+        self._watch_client(client, outcome)
         counter = self._outcome_counters.get((client.id, outcome.kind))
         if counter is None:
             counter = self._outcome_counters[(client.id, outcome.kind)] = metrics.callbacks.labels(
@@ -308,6 +316,32 @@ class Dispatcher:
         if applied and reply_text is not None:
             self._replier.send(item, reply_text, client_id=client.id, answered_at=answered_at)
         await delivery.ack()
+
+    def _watch_client(self, client: ClientRecord, outcome: Outcome) -> None:
+        """One log line when a client's callbacks keep failing (then one a minute while they do), one
+        when they work again. The timeline and /metrics have every single failure."""
+        if outcome.kind in _CALLBACK_WORKED:
+            failures = self._failing.pop(client.id, 0)
+            if failures >= _FAILING_AFTER:
+                self._client_throttle.forget(client.id)
+                log.info(
+                    "client %s (%s): callbacks work again after %d failures", client.name, client.id, failures
+                )
+            return
+        failures = self._failing[client.id] = self._failing.get(client.id, 0) + 1
+        if failures < _FAILING_AFTER:
+            return
+        if self._client_throttle.ready(client.id) is not None:
+            last = outcome.kind.value + (f" {outcome.status}" if outcome.status is not None else "")
+            if outcome.detail:
+                last += f" ({outcome.detail})"
+            log.warning(
+                "client %s (%s): %d callbacks failed in a row, the last: %s",
+                client.name,
+                client.id,
+                failures,
+                last,
+            )
 
     def _outcome_data(self, outcome: Outcome, elapsed_ms: float) -> tuple[str | None, dict[str, Any]]:
         data: dict[str, Any] = {"outcome": outcome.kind.value, "elapsed_ms": round(elapsed_ms, 1)}

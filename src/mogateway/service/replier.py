@@ -38,6 +38,7 @@ from mogateway.core.ports import Clock, MessageRecord, MessageStore, Reply, Repl
 from mogateway.core.timeline import Change, Event, EventKind, State
 from mogateway.service.dlt import NO_DLT, DltGate, Verdict
 from mogateway.service.metrics import Metrics
+from mogateway.service.throttle import Throttle
 
 __all__ = ["HandoverRefused", "Replier", "ReplyRouter"]
 
@@ -97,6 +98,8 @@ class Replier:
         self._held: dict[str, float] = {}  # message id -> when its row was last touched
         self._toucher: asyncio.Task[None] | None = None
         self._counters: dict[tuple[str, str], Any] = {}
+        #: "reply X failed/given up": one line per kind every 10 s (an SMSC outage fails thousands).
+        self._log_throttle = Throttle(10.0)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -146,7 +149,7 @@ class Replier:
                     EventKind.REPLY_UNKNOWN,
                     channel.name,
                     "the gateway stopped while the reply was being handed over: it may have been sent",
-                )
+                ),
             )
             return
         # A reply that waited before the stop keeps its validity, counted from the last change.
@@ -300,7 +303,12 @@ class Replier:
             data["until"] = until
         (ok,) = await self._store.apply([Change(reply.message_id, Event(kind, self._clock(), data))])
         if not quiet and kind is not EventKind.REPLY_SUBMITTED:
-            log.warning("reply %s %s: %s", reply.message_id, kind.value.removeprefix("reply_"), detail)
+            what = kind.value.removeprefix("reply_")
+            held = self._log_throttle.ready(what)
+            if held is not None:
+                log.warning(
+                    "reply %s %s: %s%s", reply.message_id, what, detail, self._log_throttle.more(held)
+                )
         return ok
 
     def _count(self, channel: str, result: str) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from mogateway.edges.smpp.config import BindConfig
+from mogateway.service.throttle import Throttle
 from mogateway.smpp.constants import Status
 from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import DeliverSm, Pdu, SubmitSm, encode
@@ -140,6 +141,9 @@ class EsmeBind:
         self._last_error = ""  # cleared when bound again
         self.last_failure = ""  # the same, kept after the bind recovers, with its time
         self.last_error_at: float | None = None
+        self._down_since: float | None = None  # monotonic, from the first failure after being bound
+        self._failed_attempts = 0
+        self._down_log = Throttle(60.0)  # "bind X down": at once, then once a minute while it stays down
         self._link: _Link | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -222,7 +226,10 @@ class EsmeBind:
             except Exception as exc:  # any failure of one link ends in a reconnect, never a crash
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 bound = False
-                log.warning("bind %s: %s", self.name, self.last_error)
+                self._log_down()
+            else:
+                if bound and not self._stopping:  # a session that was up went away
+                    self._log_down(lost=True)
             self._bound_event.clear()
             self.connected_since = None
             if self._stopping:
@@ -243,6 +250,32 @@ class EsmeBind:
         return await asyncio.wait_for(
             asyncio.open_connection(self.config.host, self.config.port, ssl=context), _CONNECT_TIMEOUT_S
         )
+
+
+    def _log_down(self, *, lost: bool = False) -> None:
+        """Log a lost session or a failed connect or bind: the first at once, then one line a minute
+        while the bind stays down (and one when it is back: see the Bound event)."""
+        if lost:
+            self._down_since, self._failed_attempts = time.monotonic(), 0
+            self._down_log.forget(self.name)
+            self._down_log.ready(self.name)
+            log.warning("bind %s: lost: %s", self.name, self.last_error or "the connection closed")
+            return
+        self._failed_attempts += 1
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+        if self._down_log.ready(self.name) is not None:
+            down_s = time.monotonic() - self._down_since
+            if self._failed_attempts == 1 and down_s < 1:
+                log.warning("bind %s: down: %s", self.name, self.last_error)
+            else:
+                log.warning(
+                    "bind %s: still down after %.0f s (%d failed attempts), the last: %s",
+                    self.name,
+                    down_s,
+                    self._failed_attempts,
+                    self.last_error,
+                )
 
     async def _run_once(self) -> bool:
         """One connection from connect to close. True when it got bound."""
@@ -336,10 +369,20 @@ class EsmeBind:
                 log.info(
                     "bind %s: bound as %s to %s:%d", self.name, event.mode, self.config.host, self.config.port
                 )
+                if self._down_since is not None:
+                    attempts = self._failed_attempts
+                    log.warning(
+                        "bind %s: back after %.0f s down (%d failed attempts)",
+                        self.name,
+                        time.monotonic() - self._down_since,
+                        attempts,
+                    )
+                    self._down_since, self._failed_attempts = None, 0
+                    self._down_log.forget(self.name)
             elif isinstance(event, BindRefused):
                 self.counters.bind_failures += 1
                 self.last_error = f"bind refused: {Status.describe(event.status)}"
-                log.warning("bind %s: %s", self.name, self.last_error)
+                self._log_down()
             elif isinstance(event, Closed):
                 self.state = "closed"
                 if event.reason != "unbound" and not self._stopping and not self.last_error:
