@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.ports import Journal, MessageFilter
-from mogateway.core.timeline import TABLE, Change, Event, EventKind, IllegalTransition, State, transition
+from mogateway.core.timeline import (
+    TABLE,
+    Change,
+    Event,
+    EventKind,
+    IllegalTransition,
+    State,
+    fold,
+    transition,
+)
 
 
 def mo(
@@ -456,3 +465,41 @@ async def test_everything_survives_reopening(
     finally:
         await again.close()
     await journal.open()  # the fixture closes it again
+
+
+async def test_history_is_one_instant_its_state_always_agrees_with_its_events(journal: Journal) -> None:
+    """Read while every message walks queued -> answered -> replying -> replied: the state of each read is
+    the state its events lead to (two separate reads could show a state with events it has not got)."""
+    ids = [f"h{n:03d}" for n in range(200)]
+    await journal.store([mo(mid) for mid in ids])
+    steps = [
+        outcome("reply", reply="hi"),
+        ev(EventKind.REPLY_SENDING, channel="smpp"),
+        ev(EventKind.REPLY_SUBMITTED, channel="smpp"),
+    ]
+
+    async def walk() -> None:
+        for step in steps:
+            for start in range(0, len(ids), 20):
+                await journal.apply([Change(mid, step) for mid in ids[start : start + 20]])
+
+    async def read() -> int:
+        reads = 0
+        while not walking.done():
+            for mid in ids[::7]:
+                found = await journal.history(mid)
+                assert found is not None
+                record, events = found
+                assert fold(events) is record.state, (record.state, [e.kind for e in events])
+                reads += 1
+        return reads
+
+    walking = asyncio.ensure_future(walk())
+    try:
+        reads = await read()
+    finally:
+        await walking  # also when a read failed: the journal must not close under the writer
+    assert reads > 0
+    final = await journal.history(ids[-1])
+    assert final is not None and final[0].state is State.REPLIED and len(final[1]) == 4
+    assert await journal.history("ghost") is None

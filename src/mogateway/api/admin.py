@@ -432,10 +432,11 @@ def _parse_cursor(value: str) -> tuple[float, str]:
 )
 async def get_message(request: Request, message_id: str) -> Response:
     gateway = _admin(request)
-    record = await gateway.journal.get(message_id)
-    if record is None:
+    found = await gateway.journal.history(message_id)
+    if found is None:
         raise ApiProblem(404, f"no message {message_id}", kind="not-found")
-    return _json(message_json(record, await gateway.journal.timeline(message_id)))
+    record, events = found
+    return _json(message_json(record, events))
 
 
 @router.post(

@@ -366,14 +366,25 @@ class PostgresJournal:
         return None if row is None else schema.record_from_row(row)
 
     async def timeline(self, message_id: str) -> list[Event]:
-        record = await self.get(message_id)
-        if record is None:
-            return []
-        rows = await self._require_pool().fetch(
-            "SELECT kind, at, data FROM events WHERE message_id=$1 ORDER BY seq", message_id
-        )
-        first = schema.first_event(record)
-        return [first, *(Event(EventKind(kind), at, orjson.loads(data)) for kind, at, data in rows)]
+        found = await self.history(message_id)
+        return [] if found is None else found[1]
+
+    async def history(self, message_id: str) -> tuple[MessageRecord, list[Event]] | None:
+        async with (
+            self._require_pool().acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),  # one snapshot for both
+        ):
+            row = await conn.fetchrow(
+                f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=$1", message_id
+            )
+            if row is None:
+                return None
+            rows = await conn.fetch(
+                "SELECT kind, at, data FROM events WHERE message_id=$1 ORDER BY seq", message_id
+            )
+        record = schema.record_from_row(row)
+        events = [Event(EventKind(kind), at, orjson.loads(data)) for kind, at, data in rows]
+        return record, [schema.first_event(record), *events]
 
     async def find(self, where: MessageFilter) -> list[MessageRecord]:
         clauses: list[str] = []
@@ -485,7 +496,6 @@ class PostgresJournal:
                 "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, value
             )
             return str(await conn.fetchval("SELECT value FROM settings WHERE key=$1", key))
-
 
     # ------------------------------------------------------------------ stats
 

@@ -239,17 +239,26 @@ class SqliteJournal:
         return await self._read(q)
 
     async def timeline(self, message_id: str) -> list[Event]:
+        found = await self.history(message_id)
+        return [] if found is None else found[1]
+
+    async def history(self, message_id: str) -> tuple[MessageRecord, list[Event]] | None:
         sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=?"
 
-        def q(conn: sqlite3.Connection) -> list[Event]:
-            row = conn.execute(sql, (message_id,)).fetchone()
-            if row is None:
-                return []
-            rows = conn.execute(
-                "SELECT kind, at, data FROM events WHERE message_id=? ORDER BY seq", (message_id,)
-            ).fetchall()
-            first = schema.first_event(schema.record_from_row(row))
-            return [first, *(Event(EventKind(k), at, orjson.loads(d)) for k, at, d in rows)]
+        def q(conn: sqlite3.Connection) -> tuple[MessageRecord, list[Event]] | None:
+            conn.execute("BEGIN")  # one snapshot for both statements (WAL: readers never wait)
+            try:
+                row = conn.execute(sql, (message_id,)).fetchone()
+                if row is None:
+                    return None
+                rows = conn.execute(
+                    "SELECT kind, at, data FROM events WHERE message_id=? ORDER BY seq", (message_id,)
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+            record = schema.record_from_row(row)
+            events = [Event(EventKind(k), at, orjson.loads(d)) for k, at, d in rows]
+            return record, [schema.first_event(record), *events]
 
         return await self._read(q)
 
