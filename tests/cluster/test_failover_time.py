@@ -42,14 +42,14 @@ from mogateway.testing.recorder import Answer, CallbackRecorder
 pytestmark = pytest.mark.slow
 
 TOTAL = 3000
-BATCH = 50
+BATCH = 100
 CALLBACK_S = 0.2
 #: Per node and client: with 200 ms callbacks a node serves at most 32 / 0.2 = 160 MO/s, so pushing
 #: 3,000 MOs leaves a backlog of thousands in the cluster and node2 holds several hundred at the kill.
 CONCURRENCY = 32
 BOUND_S = 10.0
 #: node2 is killed as soon as its heartbeat (every 0.5 s here) says it holds at least this many MOs.
-KILL_WHEN_HELD = 300
+KILL_WHEN_HELD = 200
 RESTART_AFTER_S = 3.0
 #: node2's last callbacks may be stamped by the recorder's thread a little after the kill; another
 #: node's come much later (the hand-over takes most of ack_wait).
