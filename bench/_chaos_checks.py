@@ -116,6 +116,7 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("duplicated_second_id", "   a second message id replied"),
     ("wrong_number", "3. replies to a wrong number"),
     ("possibly_sent", "replies recorded as possibly sent"),
+    ("possibly_sent_unsent", "   of which never reached the SMSC"),
     ("redeliveries", "callback redeliveries (same id)"),
     ("stored_twice", "MOs stored under two ids"),
     ("no_reply", "finished without a reply"),
@@ -140,6 +141,9 @@ class Figures:
     duplicated_second_id: int = 0
     wrong_number: int = 0
     possibly_sent: int = 0
+    #: Possibly sent (SMPP) and in fact never submitted: the at-most-once default's loss (the kill came
+    #: between the intent record and the submit_sm); ``reply_at_least_once`` would have sent them.
+    possibly_sent_unsent: int = 0
     redeliveries: int = 0
     stored_twice: int = 0
     no_reply: int = 0
@@ -252,6 +256,9 @@ def _count_replies(
     else:
         per_id = {s.id: s.reply_submitted for s in stored}
     total = sum(per_id.values())
+    if total == 0 and mo.transport == "smpp" and any(possibly_sent(s) for s in stored):
+        figures.possibly_sent_unsent += 1
+        figures.note("possibly_sent_unsent", token)
     if total == 0:
         if not any(possibly_sent(s) for s in stored):
             figures.replies_missing += 1
