@@ -225,8 +225,9 @@ class EsmeBind:
                 raise
             except Exception as exc:  # any failure of one link ends in a reconnect, never a crash
                 self.last_error = f"{type(exc).__name__}: {exc}"
+                lost = self.connected_since is not None  # it was bound: a session went away (e.g. reset)
                 bound = False
-                self._log_down()
+                self._log_down(lost=lost)
             else:
                 if bound and not self._stopping:  # a session that was up went away
                     self._log_down(lost=True)
