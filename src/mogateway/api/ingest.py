@@ -171,6 +171,15 @@ BATCH_SCHEMA: dict[str, Any] = {
         {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {}}}},
     ],
 }
+#: What both ingest operations may answer besides their result: bad JSON, too large, not JSON, invalid,
+#: journal unavailable (and 401).
+_PROBLEMS = (400, 413, 415, 422, 503)
+
+
+def _json_body_of(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
 _REJECTED = (
     "422 also for an MO the gateway refuses (a number outside India's mobile series, a time out of "
     "range...): it is recorded as `rejected` and the problem document carries its `id`."
@@ -182,17 +191,7 @@ _REJECTED = (
     status_code=202,
     summary="Push one MO",
     description=_REJECTED,
-    **documented(
-        400,
-        413,
-        415,
-        422,
-        503,
-        auth=INGEST,
-        ok=StoredOut,
-        status=202,
-        body={"required": True, "content": {"application/json": {"schema": MO_SCHEMA}}},
-    ),
+    **documented(*_PROBLEMS, auth=INGEST, ok=StoredOut, status=202, body=_json_body_of(MO_SCHEMA)),
 )
 async def inbound(request: Request) -> Response:
     gateway = request.app.state.gateway
@@ -222,19 +221,7 @@ async def inbound(request: Request) -> Response:
     summary="Push many MOs; one result per item, in order",
     description='A JSON list of MOs (or `{"items": [...]}`). Each item gets its result: an invalid '
     "or refused item does not refuse the others.",
-    **documented(
-        400,
-        413,
-        415,
-        422,
-        503,
-        auth=INGEST,
-        ok=BatchOut,
-        body={
-            "required": True,
-            "content": {"application/json": {"schema": BATCH_SCHEMA}},
-        },
-    ),
+    **documented(*_PROBLEMS, auth=INGEST, ok=BatchOut, body=_json_body_of(BATCH_SCHEMA)),
 )
 async def inbound_batch(request: Request) -> Response:
     gateway = request.app.state.gateway
