@@ -36,5 +36,8 @@ async def replay(
         raise NotReplayable(
             f"message is {record.state.value}; only finished messages ({finished}) can be replayed"
         )
+    # Read before queueing: once queued, the callback (and its reply) may be done before a read after
+    # it, and the answer would not be the state the replay set.
+    queued = await store.get(message_id)
     await queue.put([record.message])
-    return await store.get(message_id)
+    return queued
