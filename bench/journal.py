@@ -18,19 +18,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from mogateway.core.message import Message, Sender, message_id
+from mogateway.core.message import Message, Sender, id_for_source, message_id
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage.sqlite import SqliteJournal
 
 
-def new_message_id() -> str:
+def new_message_id(ids: str) -> str:
+    if ids == "source":  # what SMPP MOs get: a hash of the SMSC's id (core.message.id_for_source)
+        return id_for_source("smpp:" + os.urandom(8).hex())
     return message_id(int(time.time() * 1000), os.urandom(10))
 
 
-async def one_run(count: int, sync: str, path: Path) -> tuple[float, float, float, float]:
+async def one_run(count: int, sync: str, ids_kind: str, path: Path) -> tuple[float, float, float, float]:
     journal = SqliteJournal(path, synchronous=sync)
     await journal.open()
-    ids = [new_message_id() for _ in range(count)]
+    ids = [new_message_id(ids_kind) for _ in range(count)]
     t0, c0 = time.perf_counter(), time.process_time()
     for start in range(0, count, 500):
         now = time.time()
@@ -81,6 +83,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sync", choices=("full", "normal"), default="full")
+    parser.add_argument(
+        "--ids", choices=("time", "source"), default="time",
+        help="message ids: time-ordered (HTTP intake) or hashed from a source id (SMPP)",
+    )
     args = parser.parse_args()
     try:
         import uvloop
@@ -91,7 +97,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="mogw-journal-") as tmp:
         for n in range(1, args.runs + 1):
-            r = run(one_run(args.count, args.sync, Path(tmp) / f"run{n}.db"))
+            r = run(one_run(args.count, args.sync, args.ids, Path(tmp) / f"run{n}.db"))
             results.append(r)
             print(
                 f"run {n}: store {r[0]:,.0f} MO/s ({r[1]:.0f} µs CPU/MO); "

@@ -35,6 +35,7 @@ class RecordingIntake:
     """Stores MOs in a list, deduplicating on (origin, source_id) like the journal; can be made to fail."""
 
     stored: list[Arrival] = field(default_factory=list)
+    arrived: list[Arrival] = field(default_factory=list)  # every arrival, duplicates too
     fail: bool = False
     seen: set[tuple[str, str | None]] = field(default_factory=set)
 
@@ -42,6 +43,7 @@ class RecordingIntake:
         if self.fail:
             raise OSError("disk full")
         out = []
+        self.arrived.extend(items)
         for arrival in items:
             key = (arrival.message.origin, arrival.message.source_id)
             duplicate = key in self.seen
@@ -121,6 +123,37 @@ async def test_redelivery_is_one_message(rig: Rig) -> None:
     statuses = await rig.smsc.inject_mo("919810012345", "56767", "same", repeat=2)
     assert statuses == [0, 0]
     assert len(rig.intake.stored) == 1
+
+
+async def test_content_ids_carry_when_first_seen_across_redelivery_and_restart(rig: Rig) -> None:
+    # The first-seen time dates the message id (core.message.id_for_source), so it must be the same
+    # on every redelivery, also one after a restart that read the window back from the journal.
+    await rig.smsc.inject_mo("919810012345", "56767", "dated", repeat=2)
+    await asyncio.sleep(0.01)
+    await rig.smsc.inject_mo("919810012345", "56767", "later")
+    first, again, later = rig.intake.arrived
+    assert first.first_seen_ms is not None
+    assert (again.message.source_id, again.first_seen_ms) == (first.message.source_id, first.first_seen_ms)
+    assert first.message.source_id.endswith(f":{first.first_seen_ms}")
+    assert later.first_seen_ms is not None and later.first_seen_ms > first.first_seen_ms
+
+    after_restart = RecordingIntake()
+    restarted = InboundHandler(rig.handler.config, after_restart, RecordingJournal())
+    assert restarted.restore_dedupe([first.message.source_id, later.message.source_id]) == 2
+    await rig.bind.stop()
+    bind = EsmeBind(rig.handler.config, restarted, backoff_initial_s=0.05, backoff_max_s=0.2)
+    bind.start()
+    try:
+        assert await bind.wait_bound(5)
+        await rig.smsc.inject_mo("919810012345", "56767", "dated")
+        (redelivered,) = after_restart.arrived
+        assert (redelivered.message.source_id, redelivered.first_seen_ms) == (
+            first.message.source_id,
+            first.first_seen_ms,
+        )
+    finally:
+        await bind.stop()
+        await restarted.close()
 
 
 async def test_storage_failure_answers_rx_t_appn(rig: Rig) -> None:

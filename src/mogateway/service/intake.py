@@ -55,7 +55,7 @@ class Intake:
         m = arrival.message
         if m.source_id:
             source_id: str | None = m.source_id[:MAX_SOURCE_ID]
-            mid = id_for_source(f"{m.origin}:{source_id}")
+            mid = id_for_source(f"{m.origin}:{source_id}", arrival.first_seen_ms)
         else:
             source_id = None
             mid = message_id(int(now * 1000), self._random(10))

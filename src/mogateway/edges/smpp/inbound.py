@@ -75,26 +75,28 @@ class DeliveryJournal(Protocol):
 
 
 class _DedupeWindow:
-    """Content hash -> source id, forgotten ``window_s`` after first seen (bounded in size)."""
+    """Content hash -> source id and the wall-clock ms it was first seen, forgotten ``window_s`` after
+    first seen (bounded in size)."""
 
     def __init__(self, window_s: float, max_entries: int = 100_000) -> None:
         self.window_s = window_s
         self.max_entries = max_entries
-        self._seen: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._seen: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
 
-    def source_id(self, digest: str, now: float, wall_ms: int) -> str:
+    def source_id(self, digest: str, now: float, wall_ms: int) -> tuple[str, int]:
+        """The source id of content ``digest`` and the wall-clock ms in it (when first seen)."""
         while self._seen:
-            _, (_, first) = next(iter(self._seen.items()))
+            _, (_, _, first) = next(iter(self._seen.items()))
             if now - first < self.window_s and len(self._seen) < self.max_entries:
                 break
             self._seen.popitem(last=False)
         known = self._seen.get(digest)
         if known is not None:
-            return known[0]
+            return known[0], known[1]
         source_id = f"c:{digest}:{wall_ms}"
         if self.window_s > 0:
-            self._seen[digest] = (source_id, now)
-        return source_id
+            self._seen[digest] = (source_id, wall_ms, now)
+        return source_id, wall_ms
 
     def restore(self, source_ids: Sequence[str], now: float, wall_now: float) -> int:
         """Remember content source ids written before a restart (oldest first); how many were taken.
@@ -108,7 +110,7 @@ class _DedupeWindow:
                 continue
             age = wall_now - int(wall_ms) / 1000.0
             if 0 <= age < self.window_s and digest not in self._seen:
-                self._seen[digest] = (source_id, now - age)
+                self._seen[digest] = (source_id, int(wall_ms), now - age)
                 taken += 1
         return taken
 
@@ -298,10 +300,11 @@ class InboundHandler:
 
     # ------------------------------------------------------------------------------------ storing
 
-    def _source_id(self, pdu: DeliverSm, payload: bytes, parts: tuple[int, ...]) -> str:
+    def _source_id(self, pdu: DeliverSm, payload: bytes, parts: tuple[int, ...]) -> tuple[str, int | None]:
+        """The MO's source id, and the wall-clock ms it carries (content ids) which dates its id."""
         smsc_id = find_tlv(pdu.tlvs, TlvTag.RECEIPTED_MESSAGE_ID)
         if smsc_id is not None and smsc_id.as_str():
-            return f"s:{smsc_id.as_str()}"
+            return f"s:{smsc_id.as_str()}", None
         digest = hashlib.sha256(
             b"\x00".join(
                 (
@@ -326,6 +329,7 @@ class InboundHandler:
             msisdn = normalize_msisdn(pdu.source_addr, ton=pdu.source_addr_ton, npi=pdu.source_addr_npi)
         except NumberRejected as exc:
             msisdn, problem = pdu.source_addr, Rejection("msisdn", exc.reason)
+        source_id, first_seen_ms = self._source_id(pdu, payload, parts)
         message = Message(
             id="",
             shortcode=pdu.destination_addr.lstrip("+"),
@@ -333,7 +337,7 @@ class InboundHandler:
             text=decoded.text,
             received_at=time.time(),
             origin=self.origin,
-            source_id=self._source_id(pdu, payload, parts),
+            source_id=source_id,
             notes=notes,
         )
         return Arrival(
@@ -341,6 +345,7 @@ class InboundHandler:
             operator=self.config.operator or None,
             circle=self.config.circle or None,
             problem=problem,
+            first_seen_ms=first_seen_ms,
         )
 
     def restore_dedupe(self, source_ids: Sequence[str]) -> int:
