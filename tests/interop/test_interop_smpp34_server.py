@@ -39,8 +39,8 @@ class RecordingIntake:
 
 
 class NoJournal:
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        return None
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        return [None] * len(receipts)
 
 
 def free_port() -> int:

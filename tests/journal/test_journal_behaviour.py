@@ -169,7 +169,7 @@ async def test_several_changes_to_one_message_apply_in_order(journal: Journal) -
         EventKind.REPLY_SENDING,
         EventKind.REPLY_SUBMITTED,
     ]
-    assert await journal.record_delivery("ref-1", "delivered", "") == "m1"
+    assert await journal.record_deliveries([("ref-1", "delivered", "")]) == ["m1"]
 
 
 async def test_of_many_concurrent_outcomes_exactly_one_wins(journal: Journal) -> None:
@@ -278,12 +278,12 @@ async def test_delivery_receipts_follow_the_reply_refs(journal: Journal) -> None
     await journal.store([mo("m1")])
     await journal.apply([Change("m1", outcome("reply"), reply_text="hi")])
     await journal.apply([Change("m1", ev(EventKind.REPLY_SUBMITTED), reply_refs=("a", "b"))])
-    assert await journal.record_delivery("nobody", "delivered", "") is None
-    assert await journal.record_delivery("a", "delivered", "DELIVRD") == "m1"
+    assert await journal.record_deliveries([("nobody", "delivered", "")]) == [None]
+    assert await journal.record_deliveries([("a", "delivered", "DELIVRD")]) == ["m1"]
     rec = await journal.get("m1")
     assert rec is not None and rec.state is State.DELIVERED
-    assert await journal.record_delivery("b", "undelivered", "EXPIRED") == "m1"
-    assert await journal.record_delivery("a", "delivered", "DELIVRD") == "m1"
+    assert await journal.record_deliveries([("b", "undelivered", "EXPIRED")]) == ["m1"]
+    assert await journal.record_deliveries([("a", "delivered", "DELIVRD")]) == ["m1"]
     rec = await journal.get("m1")
     assert rec is not None and rec.state is State.UNDELIVERED  # a later "delivered" does not hide it
     deliveries = [e.data for e in await journal.timeline("m1") if e.kind is EventKind.DELIVERY]

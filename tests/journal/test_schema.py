@@ -65,7 +65,7 @@ async def test_a_version_1_journal_is_upgraded_in_place_and_reads_as_before(tmp_
         mid = await journal.get("mid")
         assert mid is not None and mid.state is State.QUEUED  # "dispatching" is no longer a state
         assert [r.id for r in await journal.unfinished(10)] == ["mid"]
-        assert await journal.record_delivery("r1", "delivered", "") == "ok"
+        assert await journal.record_deliveries([("r1", "delivered", "")]) == ["ok"]
     finally:
         await journal.close()
     with sqlite3.connect(path) as conn:

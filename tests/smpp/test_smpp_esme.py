@@ -59,9 +59,9 @@ class RecordingIntake:
 class RecordingJournal:
     deliveries: list[tuple[str, str, str]] = field(default_factory=list)
 
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        self.deliveries.append((ref, status, detail))
-        return "m1"
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        self.deliveries.extend(receipts)
+        return ["m1"] * len(receipts)
 
 
 def config(port: int, **kw: Any) -> BindConfig:

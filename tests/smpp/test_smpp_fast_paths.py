@@ -182,8 +182,8 @@ class CountingIntake:
 
 
 class NoJournal:
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        return None
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        return [None] * len(receipts)
 
 
 async def _bound(intake: CountingIntake) -> tuple[SimulatedSmsc, EsmeBind, InboundHandler]:

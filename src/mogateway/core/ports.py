@@ -165,8 +165,9 @@ class MessageHistory(Protocol):
 class ReceiptStore(Protocol):
     """Delivery receipts of replies (SMPP binds)."""
 
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        """Record a receipt for the reply part ``ref``; the message id, or None for an unknown ref."""
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        """Record receipts ``(ref, status, detail)`` of reply parts; for each, the id of the message
+        whose reply part ``ref`` is, or None for an unknown ref."""
         ...
 
 

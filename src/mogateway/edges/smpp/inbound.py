@@ -15,8 +15,9 @@ Rules stated before the code:
   so the same text sent again later is a new MO. The window survives a restart: it is kept in the
   journal (the source ids themselves) and read back by :meth:`InboundHandler.restore_dedupe` before the
   bind connects, so an SMSC that redelivers after a crash creates no second message.
-* Receipts (esm_class 0x04) go to ``journal.record_delivery`` and are always acknowledged unless the
-  journal fails; a receipt for an unknown message is acknowledged and counted.
+* Receipts (esm_class 0x04) go to ``journal.record_deliveries`` and are always acknowledged unless the
+  journal fails; a receipt for an unknown message is acknowledged and counted. Like MOs, the receipts
+  of one turn of the event loop are recorded with one call, and answered without a task of their own.
 * The MOs of every deliver_sm handled in one turn of the event loop (at most ``MAX_INTAKE_BATCH``) are
   stored with one ``Intake.accept`` call: one journal write instead of one per MO, and no added wait.
   Each deliver_sm is still answered only once its own MO is stored; if the batch cannot be stored,
@@ -35,8 +36,8 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
@@ -51,6 +52,9 @@ from mogateway.smpp.segments import mo_part
 from mogateway.smpp.tlv import find_tlv
 
 __all__ = ["MAX_INTAKE_BATCH", "PART_ACK_HOLD_S", "DeliveryJournal", "InboundHandler", "IntakeLike"]
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 log = logging.getLogger("mogateway.smpp")
 
@@ -69,9 +73,9 @@ class IntakeLike(Protocol):
 
 
 class DeliveryJournal(Protocol):
-    """The part of the journal a bind uses for receipts."""
+    """The part of the journal a bind uses for receipts (``core.ports.ReceiptStore``)."""
 
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None: ...
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]: ...
 
 
 class _DedupeWindow:
@@ -115,27 +119,29 @@ class _DedupeWindow:
         return taken
 
 
-class _IntakeBatcher:
-    """Gathers the MOs handed over during one turn of the event loop into one ``Intake.accept`` call.
+class _TurnBatcher(Generic[Item, Result]):
+    """Gathers the items handed over during one turn of the event loop into one call of ``run`` (MOs
+    into one ``Intake.accept``, receipts into one ``record_deliveries``).
 
-    Needs no timer: the deliver_sm of one socket read all reach :meth:`accept` in the same turn, and
+    Needs no timer: the deliver_sm of one socket read all reach :meth:`submit` in the same turn, and
     the flush is scheduled with ``call_soon``, so it runs right after them.
     """
 
-    def __init__(self, intake: IntakeLike, max_batch: int = MAX_INTAKE_BATCH) -> None:
-        self._intake = intake
+    def __init__(
+        self, run: Callable[[list[Item]], Awaitable[Sequence[Result]]], max_batch: int = MAX_INTAKE_BATCH
+    ) -> None:
+        self._run = run
         self._max = max_batch
-        self._items: list[tuple[Any, asyncio.Future[Any]]] = []
+        self._items: list[tuple[Item, asyncio.Future[Result]]] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def submit(self, mo: Any) -> asyncio.Future[Any]:
-        """A future of the intake result for ``mo``, set once its batch is stored (or the intake's
-        exception)."""
+    def submit(self, item: Item) -> asyncio.Future[Result]:
+        """A future of the result for ``item``, set once its batch ran (or ``run``'s exception)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[Result] = loop.create_future()
         if not self._items:
             loop.call_soon(self._flush)
-        self._items.append((mo, future))
+        self._items.append((item, future))
         if len(self._items) >= self._max:
             self._flush()
         return future
@@ -143,15 +149,15 @@ class _IntakeBatcher:
     def _flush(self) -> None:
         items, self._items = self._items, []
         if items:
-            task = asyncio.create_task(self._store(items))
+            task = asyncio.create_task(self._batch(items))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _store(self, items: list[tuple[Any, asyncio.Future[Any]]]) -> None:
+    async def _batch(self, items: list[tuple[Item, asyncio.Future[Result]]]) -> None:
         try:
-            results = await self._intake.accept([mo for mo, _ in items])
+            results = await self._run([item for item, _ in items])
             if len(results) != len(items):
-                raise RuntimeError(f"intake answered {len(results)} results for {len(items)} MOs")
+                raise RuntimeError(f"{len(results)} results for {len(items)} items")
         except Exception as exc:  # every deliver_sm of the batch gets a temporary error
             for _, future in items:
                 if not future.done():
@@ -162,7 +168,7 @@ class _IntakeBatcher:
                 future.set_result(result)
 
     async def close(self) -> None:
-        """Let batches already handed to the intake finish (their MOs are being stored)."""
+        """Let batches already handed over finish (their MOs are being stored)."""
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
@@ -180,7 +186,10 @@ class InboundHandler:
     ) -> None:
         self.config = config
         self.origin = f"smpp:{config.name}"
-        self._intake = _IntakeBatcher(intake)
+        self._intake: _TurnBatcher[Arrival, Stored] = _TurnBatcher(intake.accept)
+        self._receipts: _TurnBatcher[tuple[str, str, str], str | None] = _TurnBatcher(
+            journal.record_deliveries
+        )
         self._journal = journal
         self._clock = clock
         self._hold = part_ack_hold_s
@@ -201,20 +210,22 @@ class InboundHandler:
     def begin(self, pdu: DeliverSm, answer: Callable[[int], None]) -> None:
         """Handle ``pdu`` and call ``answer`` with the deliver_sm_resp status once it is known (not at
         all if the handler is closed first: the SMSC then delivers again)."""
-        if not pdu.is_receipt:
+        if pdu.is_receipt:
+            self._begin_receipt(pdu, answer)
+            return
+        try:
+            info, payload = mo_part(pdu)
+        except ValueError:
+            info, payload = None, None  # __call__ logs it and stores the message without its UDH
+        if info is None and payload is not None:
             try:
-                info, payload = mo_part(pdu)
-            except ValueError:
-                info, payload = None, None  # __call__ logs it and stores the message without its UDH
-            if info is None and payload is not None:
-                try:
-                    stored = self._intake.submit(self._incoming(pdu, payload, (), ()))
-                except Exception:
-                    log.exception("%s: could not prepare an MO; asking the SMSC to redeliver", self.origin)
-                    answer(Status.ESME_RX_T_APPN)
-                    return
-                stored.add_done_callback(functools.partial(self._answer_stored, answer))
+                stored = self._intake.submit(self._incoming(pdu, payload, (), ()))
+            except Exception:
+                log.exception("%s: could not prepare an MO; asking the SMSC to redeliver", self.origin)
+                answer(Status.ESME_RX_T_APPN)
                 return
+            stored.add_done_callback(functools.partial(self._answer_stored, answer))
+            return
         task = asyncio.create_task(self(pdu))
         self._tasks.add(task)
         task.add_done_callback(functools.partial(self._answer_task, answer))
@@ -297,6 +308,7 @@ class InboundHandler:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._late_receipts, return_exceptions=True)
         await self._intake.close()
+        await self._receipts.close()
 
     # ------------------------------------------------------------------------------------ storing
 
@@ -377,25 +389,60 @@ class InboundHandler:
         return Status.ESME_ROK
 
     async def _receipt(self, pdu: DeliverSm) -> int:
+        receipt = self._parse_receipt(pdu)
+        if receipt is None:
+            return Status.ESME_ROK
+        try:
+            found = await self._receipts.submit(receipt)
+        except Exception as exc:
+            return self._receipt_failed(exc)
+        return self._receipt_recorded(receipt, found)
+
+    def _begin_receipt(self, pdu: DeliverSm, answer: Callable[[int], None]) -> None:
+        """:meth:`_receipt` without a task: answered from its batch's result."""
+        try:
+            receipt = self._parse_receipt(pdu)
+        except Exception:
+            log.exception("%s: could not read a receipt; asking the SMSC to redeliver", self.origin)
+            answer(Status.ESME_RX_T_APPN)
+            return
+        if receipt is None:
+            answer(Status.ESME_ROK)
+            return
+        recorded = self._receipts.submit(receipt)
+
+        def done(fut: asyncio.Future[str | None]) -> None:
+            if fut.cancelled():
+                return
+            exc = fut.exception()
+            if exc is not None:
+                answer(self._receipt_failed(exc))
+            else:
+                answer(self._receipt_recorded(receipt, fut.result()))
+
+        recorded.add_done_callback(done)
+
+    def _parse_receipt(self, pdu: DeliverSm) -> tuple[str, str, str] | None:
+        """(ref, outcome, detail) of a final receipt; None for one to acknowledge and forget."""
         receipt = parse_receipt(pdu)
         if receipt is None:
             log.warning("%s: a receipt without a message id; acknowledged and dropped", self.origin)
             self.counters["receipts_unknown"] += 1
-            return Status.ESME_ROK
+            return None
         if receipt.outcome is None:  # ENROUTE / ACCEPTD: nothing final to record
-            return Status.ESME_ROK
-        try:
-            found = await self._journal.record_delivery(receipt.message_id, receipt.outcome, receipt.detail)
-        except Exception as exc:
-            log.error("%s: recording a receipt failed (%s)", self.origin, exc)
-            return Status.ESME_RX_T_APPN
+            return None
+        return receipt.message_id, receipt.outcome, receipt.detail
+
+    def _receipt_failed(self, exc: BaseException) -> int:
+        log.error("%s: recording a receipt failed (%s)", self.origin, exc)
+        return Status.ESME_RX_T_APPN
+
+    def _receipt_recorded(self, receipt: tuple[str, str, str], found: str | None) -> int:
         self.counters["receipts"] += 1
         if found is None:
             # An SMSC may send the receipt right after the submit_sm_resp, before the dispatcher has
             # recorded that message id: look again a little later before calling it unknown.
-            task = asyncio.create_task(
-                self._receipt_later(receipt.message_id, receipt.outcome, receipt.detail)
-            )
+            task = asyncio.create_task(self._receipt_later(*receipt))
             self._late_receipts.add(task)
             task.add_done_callback(self._late_receipts.discard)
         return Status.ESME_ROK
@@ -404,7 +451,8 @@ class InboundHandler:
         for delay in RECEIPT_RETRY_DELAYS_S:
             await asyncio.sleep(delay)
             try:
-                if await self._journal.record_delivery(ref, outcome, detail) is not None:
+                (found,) = await self._journal.record_deliveries([(ref, outcome, detail)])
+                if found is not None:
                     return
             except Exception as exc:
                 log.error("%s: recording a receipt failed (%s)", self.origin, exc)

@@ -29,7 +29,7 @@ import orjson
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import Message, Rejection
 from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
-from mogateway.core.timeline import Change, Event, EventKind, State, Step
+from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
 from mogateway.edges.storage.client_documents import client_document, client_from_document
 from mogateway.edges.storage.sealing import Sealer
@@ -332,15 +332,26 @@ class PostgresJournal:
             out[id(job)].append(applied[n])
         return out
 
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        message_id: str | None = await self._require_pool().fetchval(
-            "SELECT message_id FROM reply_refs WHERE ref=$1", ref
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        if not receipts:
+            return []
+        rows = await self._require_pool().fetch(
+            "SELECT ref, message_id FROM reply_refs WHERE ref = ANY($1::text[])",
+            list({ref for ref, _, _ in receipts}),
         )
-        if message_id is None:
-            return None
-        event = Event(EventKind.DELIVERY, time.time(), {"ref": ref, "status": status, "detail": detail})
-        await self.apply([Change(message_id, event)])
-        return message_id
+        owners: dict[str, str] = {row["ref"]: row["message_id"] for row in rows}
+        now = time.time()
+        changes: list[Change] = []
+        found: list[str | None] = []
+        for ref, status, detail in receipts:
+            message_id = owners.get(ref)
+            found.append(message_id)
+            if message_id is not None:
+                event = Event(EventKind.DELIVERY, now, {"ref": ref, "status": status, "detail": detail})
+                step_for(event)  # an unknown status raises here, before anything is written
+                changes.append(Change(message_id, event))
+        await self.apply(changes)
+        return found
 
     async def touch(self, message_ids: Sequence[str]) -> None:
         if message_ids:

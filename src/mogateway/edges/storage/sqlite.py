@@ -199,9 +199,10 @@ class SqliteJournal:
             return []
         return await self._coalesced(self._applies, changes)
 
-    async def record_delivery(self, ref: str, status: str, detail: str) -> str | None:
-        (message_id,) = await self._coalesced(self._deliveries, [(ref, status, detail)])
-        return message_id  # type: ignore[no-any-return]
+    async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        if not receipts:
+            return []
+        return await self._coalesced(self._deliveries, receipts)
 
     async def touch(self, message_ids: Sequence[str]) -> None:
         now = time.time()
