@@ -1,11 +1,12 @@
 """The SQLite journal alone: how fast it stores MOs and records their outcome and reply.
 
-    python bench/journal.py [--count 20000] [--runs 3] [--sync full|normal]
+    python bench/journal.py [--count 20000] [--runs 3] [--sync full|normal] [--ids time|source]
 
 Stores ``--count`` MOs in batches of 500 (as ``/v1/inbound/batch`` does), then records for each an
 outcome and a reply the way the dispatcher does (two single-change calls per MO, 64 MOs at a time), and
 prints MO/s and the process's CPU per MO for each phase. No network, no HTTP: the journal's share of
-the gateway's cost.
+the gateway's cost. ``--ids source`` names the MOs the way hashed source ids did (in no order), to
+show what the order of the ids costs the journal.
 """
 
 from __future__ import annotations
