@@ -58,8 +58,13 @@ class RecordingIntake:
 @dataclass
 class RecordingJournal:
     deliveries: list[tuple[str, str, str]] = field(default_factory=list)
+    calls: int = 0
+    fail: bool = False
 
     async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        self.calls += 1
+        if self.fail:
+            raise OSError("disk full")
         self.deliveries.extend(receipts)
         return ["m1"] * len(receipts)
 
@@ -216,6 +221,30 @@ async def test_reply_goes_back_with_dlt_tlvs_and_receipt_is_recorded(rig: Rig) -
             break
         await asyncio.sleep(0.05)
     assert [(r, s) for r, s, _ in rig.journal.deliveries] == [(ref, "delivered") for ref in submitted.refs]
+
+
+async def test_a_receipt_the_journal_cannot_record_is_asked_again_recorded_ones_are_acked(rig: Rig) -> None:
+    channel = SmppReplyChannel({"airtel-dl": rig.bind})
+    rig.journal.fail = True
+    failing = await channel.send(reply_to("m1", "56767", "919810012345", "x" * 500, "smpp:airtel-dl"))
+    for _ in range(100):
+        if len(rig.smsc.receipt_answers) == failing.parts:
+            break
+        await asyncio.sleep(0.02)
+    assert rig.smsc.receipt_answers == [Status.ESME_RX_T_APPN] * failing.parts  # the SMSC sends them again
+    assert rig.journal.deliveries == [] and rig.handler.counters["receipts"] == 0
+
+    rig.journal.fail = False
+    calls_before = rig.journal.calls
+    submitted = await channel.send(reply_to("m2", "56767", "919810012345", "y" * 900, "smpp:airtel-dl"))
+    for _ in range(100):
+        if len(rig.journal.deliveries) == submitted.parts:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(r for r, _, _ in rig.journal.deliveries) == sorted(submitted.refs)
+    assert rig.smsc.receipt_answers[failing.parts :] == [Status.ESME_ROK] * submitted.parts
+    assert rig.handler.counters["receipts"] == submitted.parts
+    assert rig.journal.calls > calls_before
 
 
 async def test_reply_ucs2_and_throttle_retry(rig: Rig) -> None:
