@@ -149,3 +149,50 @@ async def test_a_replys_dlt_ids_travel_to_the_node_that_sends_it(nc: Any) -> Non
     finally:
         await responder.stop()
     assert [r.dlt for r in b_binds.sent] == [ids, None]
+
+
+class CountingDirectory(Directory):
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        super().__init__(nodes)
+        self.reads = 0
+
+    async def nodes(self) -> list[NodeInfo]:
+        self.reads += 1
+        return self._nodes
+
+
+class Answers:
+    """NodeRequests answered in memory: the binds of each node, or a refusal."""
+
+    def __init__(self, binds: dict[str, FakeBinds]) -> None:
+        self.binds = binds
+        self.asked: list[str] = []
+
+    async def ask(self, node: str, request: dict[str, Any]) -> dict[str, Any]:
+        from mogateway.edges.cluster.replies import answer_reply
+
+        self.asked.append(node)
+        found = self.binds.get(node)
+        if found is None:
+            return {"error": f"worker {node} holds no bind", "retryable": True}
+        return await answer_reply(found, request)
+
+
+async def test_the_directory_is_read_once_per_view_and_again_after_a_refusal() -> None:
+    b_binds, c_binds = FakeBinds({"jio-mh": "jio"}), FakeBinds({"jio-mh": "jio"})
+    directory = CountingDirectory([node("a", {}), node("b", b_binds.binds)])
+    answers = Answers({"b": b_binds, "c": c_binds})
+    on_a = ClusterReplyChannel(None, directory, answers, me="a", view_s=3600)
+    for _ in range(50):
+        await on_a.send(reply("smpp:jio-mh"))
+    # Fifty replies, one read of the directory (it costs a round trip to every node).
+    assert directory.reads == 1 and len(b_binds.sent) == 50
+    # The bind moves to node c; b no longer holds it and says so: the reply fails retryably, and
+    # the next attempt reads the directory again and goes to c.
+    directory._nodes = [node("a", {}), node("c", c_binds.binds)]
+    answers.binds.pop("b")
+    with pytest.raises(ReplyError) as refused:
+        await on_a.send(reply("smpp:jio-mh"))
+    assert refused.value.retryable and directory.reads == 1
+    await on_a.send(reply("smpp:jio-mh"))
+    assert directory.reads == 2 and len(c_binds.sent) == 1 and answers.asked[-1] == "c"

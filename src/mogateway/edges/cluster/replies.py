@@ -14,8 +14,11 @@ our account; one that could not be sent at all may be tried again.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -119,7 +122,12 @@ class ClusterReplyChannel:
     """The "smpp" reply channel of a node among others: a local bind, else the node that holds one.
 
     Whether another node can take a reply is only known by asking the directory, so :meth:`ready` is
-    always true and :meth:`send` says (retryable) when no node can."""
+    always true and :meth:`send` says (retryable) when no node can.
+
+    The directory's view is kept for ``view_s`` (asking it costs a round trip to every other node or
+    to the KV bucket, per reply otherwise) and read again at once after a node could not take a reply
+    or when no node could: a stale view only ever sends a reply to a node that answers that it cannot,
+    and the reply waits and is tried again on a fresh view."""
 
     name = "smpp"
     needs_intent = True
@@ -131,11 +139,32 @@ class ClusterReplyChannel:
         requests: NodeRequests,
         *,
         me: str,
+        view_s: float = 1.0,
     ) -> None:
         self._local = local
         self._directory = directory
         self._requests = requests
         self._me = me
+        self._view_s = view_s
+        self._view: list[NodeInfo] = []
+        self._view_at = -math.inf
+        self._reading: asyncio.Future[list[NodeInfo]] | None = None
+
+    async def _nodes(self) -> list[NodeInfo]:
+        """The directory's nodes as read at most ``view_s`` ago; callers waiting share one read."""
+        if time.monotonic() - self._view_at < self._view_s:
+            return self._view
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._read_view())
+        return await asyncio.shield(self._reading)
+
+    async def _read_view(self) -> list[NodeInfo]:
+        nodes = await self._directory.nodes()
+        self._view, self._view_at = nodes, time.monotonic()
+        return nodes
+
+    def _forget_view(self) -> None:
+        self._view_at = -math.inf
 
     def ready(self, reply: Reply) -> bool:
         return True
@@ -148,8 +177,9 @@ class ClusterReplyChannel:
         operator = reply.message.sender.operator if reply.message.sender is not None else ""
         if local is not None and local.ready(reply):
             return await local.send(reply, handover)
-        node = _pick_node(await self._directory.nodes(), self._me, origin, operator)
+        node = _pick_node(await self._nodes(), self._me, origin, operator)
         if node is None:
+            self._forget_view()
             if local is not None:
                 return await local.send(reply, handover)  # it says why it cannot (and whether to retry)
             raise ReplyError(f"no node holds a bind that can send a reply for {origin}", retryable=True)
@@ -161,11 +191,14 @@ class ClusterReplyChannel:
         try:
             doc = await self._requests.ask(node.name, reply_request(reply))
         except Unsent as exc:
+            self._forget_view()
             raise ReplyError(str(exc), retryable=True) from None
         except Unanswered as exc:
+            self._forget_view()
             # It may have submitted the reply: trying again could send it twice.
             raise ReplyError(str(exc), possibly_sent=True) from None
         if "error" in doc:
+            self._forget_view()
             raise ReplyError(
                 f"via {node.name}: {doc['error']}",
                 retryable=bool(doc.get("retryable")),
