@@ -12,12 +12,15 @@ from mogateway.core.timeline import (
     REPLAYABLE_STATES,
     TABLE,
     UNFINISHED_STATES,
+    Change,
     Event,
     EventKind,
     IllegalTransition,
     State,
+    compose,
     fold,
     state_for_outcome,
+    step_for,
     transition,
 )
 
@@ -197,3 +200,32 @@ def test_final_and_unfinished_states_split_every_state() -> None:
     assert not FINAL_STATES & UNFINISHED_STATES
     assert set(State) == FINAL_STATES | UNFINISHED_STATES
     assert FINAL_STATES - {State.REJECTED} == REPLAYABLE_STATES
+
+
+def test_a_composed_change_does_what_its_events_do_in_turn_and_nothing_else() -> None:
+    answer, intent = outcome(OutcomeKind.REPLY), ev(EventKind.REPLY_SENDING)
+    change = Change("m1", answer, reply_text="hi", then=(intent,))
+    assert change.events == (answer, intent)
+    step = change.step
+    # Allowed exactly where the sequence is: from queued only, to replying.
+    for state in ALL_STATES:
+        try:
+            expected: State | None = transition(transition(state, answer), intent)
+        except IllegalTransition:
+            expected = None
+        if expected is None:
+            assert state not in step.allowed, state
+        else:
+            assert step.after(state) is expected, state
+    assert step.allowed == frozenset({State.QUEUED}) and step.after(State.QUEUED) is State.REPLYING
+    # The same steps make the same step object (the journals cache their SQL by it).
+    assert Change("m2", answer, then=(intent,)).step is step
+    assert Change("m1", answer).step is step_for(answer)
+
+
+def test_a_sequence_the_table_refuses_composes_to_a_step_allowed_nowhere() -> None:
+    blank_then_intent = compose(step_for(outcome(OutcomeKind.BLANK)), step_for(ev(EventKind.REPLY_SENDING)))
+    assert blank_then_intent.allowed == frozenset()
+    # Events that keep the state compose to a keep.
+    twice = compose(step_for(ev(EventKind.RECOVERED)), step_for(ev(EventKind.NOTE)))
+    assert twice.allowed == UNFINISHED_STATES and all(twice.after(s) is s for s in UNFINISHED_STATES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -185,6 +186,33 @@ async def test_of_many_concurrent_outcomes_exactly_one_wins(journal: Journal) ->
     assert rec is not None and rec.reply_text == f"r{winner}"
     outcomes = [e for e in await journal.timeline("m1") if e.kind is EventKind.OUTCOME]
     assert [e.data["n"] for e in outcomes] == [winner]
+
+
+async def test_an_answer_and_its_intent_are_one_change_and_one_compare_and_set(journal: Journal) -> None:
+    """The dispatcher records a reply's answer and its handover intent in one write: both events or
+    neither, from queued only; of concurrent ones exactly one wins."""
+    await journal.store([mo("m1"), mo("m2")])
+
+    def answer_and_intent(n: int) -> Change:
+        return Change(
+            "m1", outcome("reply", n=n), reply_text=f"r{n}", then=(ev(EventKind.REPLY_SENDING, n=n),)
+        )
+
+    results = await asyncio.gather(*(journal.apply([answer_and_intent(n)]) for n in range(20)))
+    assert sum(r[0] for r in results) == 1
+    winner = next(n for n, r in enumerate(results) if r[0])
+    rec = await journal.get("m1")
+    assert rec is not None and rec.state is State.REPLYING and rec.reply_text == f"r{winner}"
+    timeline = await journal.timeline("m1")
+    assert [(e.kind, e.data.get("n")) for e in timeline] == [
+        (EventKind.RECEIVED, None),
+        (EventKind.OUTCOME, winner),
+        (EventKind.REPLY_SENDING, winner),
+    ]
+    # Where the sequence is not allowed (the answer was recorded already), nothing is appended.
+    await journal.apply([Change("m2", outcome("reply"), reply_text="hi")])
+    assert await journal.apply([dataclasses.replace(answer_and_intent(99), message_id="m2")]) == [False]
+    assert [e.kind for e in await journal.timeline("m2")] == [EventKind.RECEIVED, EventKind.OUTCOME]
 
 
 async def test_of_two_concurrent_intents_exactly_one_wins(journal: Journal) -> None:

@@ -27,6 +27,7 @@ gateway knows whether the reply may already have gone out.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -44,6 +45,7 @@ __all__ = [
     "IllegalTransition",
     "State",
     "Step",
+    "compose",
     "fold",
     "qualifier_of",
     "state_for_outcome",
@@ -179,18 +181,30 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One event to append to one message, and the columns it sets besides the state."""
+    """One event to append to one message, and the columns it sets besides the state.
+
+    ``then``: events that follow ``event`` at once, in the same write (the answer of a callback and
+    the intent to hand its reply over): the change is allowed only where the whole sequence is, and
+    leads where the sequence leads (:func:`compose`)."""
 
     message_id: str
     event: Event
     client_id: str | None = None
     reply_text: str | None = None
     reply_refs: tuple[str, ...] = ()
+    then: tuple[Event, ...] = ()
 
     @property
     def step(self) -> Step:
         """What this change does (see :data:`TABLE`)."""
-        return step_for(self.event)
+        if not self.then:
+            return step_for(self.event)
+        return compose(step_for(self.event), *(step_for(event) for event in self.then))
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The events this change appends, in order."""
+        return (self.event, *self.then) if self.then else (self.event,)
 
 
 def qualifier_of(event: Event) -> str | None:
@@ -208,6 +222,29 @@ def step_for(event: Event) -> Step:
         return TABLE[(event.kind, qualifier_of(event))]
     except KeyError:
         raise IllegalTransition(f"unknown event {event.kind} {qualifier_of(event)!r}") from None
+
+
+@functools.cache
+def compose(*steps: Step) -> Step:
+    """One step doing ``steps`` in turn: allowed in a state where each step is allowed in the state the
+    ones before it lead to, and leading where the last one does. (Cached: the same steps give the same
+    step object, which the journals cache their SQL by.)"""
+    moves: dict[State | None, State] = {}
+    keeps: set[State] = set()
+    for start in steps[0].allowed:
+        state = start
+        try:
+            for step in steps:
+                state = step.after(state)
+        except IllegalTransition:
+            continue
+        if state is None:
+            continue
+        if state == start:
+            keeps.add(state)
+        else:
+            moves[start] = state
+    return Step(moves, frozenset(keeps))
 
 
 def transition(state: State | None, event: Event) -> State:

@@ -306,15 +306,18 @@ class Dispatcher:
         reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms)
         outcome_data.update(routed_at=routed_at, client_id=client.id, client=client.name, attempts=attempts)
         answered_at = self._clock()
+        # A reply its channel can take now has its handover intent recorded with the answer (one write).
+        planned = self._replier.plan(item, reply_text, client) if reply_text is not None else None
         change = Change(
             item.id,
             Event(EventKind.OUTCOME, answered_at, outcome_data),
             client_id=client.id,
             reply_text=reply_text,
+            then=planned.events if planned is not None else (),
         )
         (applied,) = await self._store.apply([change])
-        if applied and reply_text is not None:
-            self._replier.send(item, reply_text, client_id=client.id, answered_at=answered_at)
+        if applied and planned is not None:
+            self._replier.send(planned, answered_at=answered_at)
         await delivery.ack()
 
     def _watch_client(self, client: ClientRecord, outcome: Outcome) -> None:

@@ -6,7 +6,11 @@ goes on with the next MO at once. Rules, in the order a reply meets them:
 
 * A reply leaves only from ``answered``. For a channel that cannot be asked twice (SMPP), ``replying`` is
   recorded — a compare-and-set from ``answered`` — right before the channel writes the first part: if
-  that fails, another worker holds the reply and nothing is sent.
+  that fails, another worker holds the reply and nothing is sent. When the channel can take the reply
+  the moment the answer comes (:meth:`Replier.plan`), the intent is recorded in the same write as the
+  answer (``queued`` → ``replying``, both events in the timeline): one journal write per reply less,
+  and the same guarantee — the compare-and-set from ``queued`` lets one worker only record it. If the
+  handover then fails before anything went out, the reply goes back to ``answered`` (``reply_waiting``).
 * Nothing went out and trying later may work (no bind up, the MT endpoint down): the reply waits in
   memory with backoff, recorded once as ``reply_waiting`` and counted in ``mogateway_replies_waiting``,
   for up to ``validity_s`` after the answer; then it fails as expired (``reply_failed``).
@@ -30,6 +34,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mogateway.core.clients import ClientRecord
@@ -40,7 +45,7 @@ from mogateway.service.dlt import NO_DLT, DltGate, Verdict
 from mogateway.service.metrics import Metrics
 from mogateway.service.throttle import Throttle
 
-__all__ = ["HandoverRefused", "Replier", "ReplyRouter"]
+__all__ = ["HandoverRefused", "PlannedReply", "Replier", "ReplyRouter"]
 
 log = logging.getLogger("mogateway.replies")
 
@@ -65,6 +70,23 @@ class ReplyRouter:
     def channel_for(self, origin: str) -> ReplyChannel:
         prefix = origin.split(":", 1)[0]
         return self._by_prefix.get(prefix, self.default)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReply:
+    """A reply about to be handed over (:meth:`Replier.plan`): what the client's DLT rules said, and
+    ``intent``, the ``reply_sending`` event to record with the answer when the reply's channel needs an
+    intent record and can take the reply now (else None: recorded at the handover, if at all)."""
+
+    reply: Reply
+    client_id: str | None
+    verdict: Verdict
+    intent: Event | None
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The events to append to the answer's change (``Change.then``)."""
+        return () if self.intent is None else (self.intent,)
 
 
 class Replier:
@@ -130,9 +152,23 @@ class Replier:
 
     # ------------------------------------------------------------------ entry points
 
-    def send(self, message: Message, text: str, *, client_id: str | None, answered_at: float) -> None:
-        """Hand the reply to ``message`` over in the background (its state is ``answered``)."""
-        self._spawn(message.id, self._deliver(Reply(message, text), client_id, answered_at))
+    def plan(self, message: Message, text: str, client: ClientRecord | None) -> PlannedReply:
+        """The reply ``text`` to ``message`` as :meth:`send` will hand it over (see :class:`PlannedReply`)."""
+        verdict = self._dlt.verdict(client, text) if client is not None else NO_DLT
+        reply = Reply(message, text, verdict.ids)
+        intent = None
+        if not verdict.blocked:
+            channel = self._router.channel_for(message.origin)
+            if channel.needs_intent and channel.ready(reply):
+                intent = Event(EventKind.REPLY_SENDING, self._clock(), {"channel": channel.name})
+        return PlannedReply(reply, client.id if client is not None else None, verdict, intent)
+
+    def send(self, planned: PlannedReply, *, answered_at: float) -> None:
+        """Hand a planned reply over in the background; its answer is recorded (state ``answered``, or
+        ``replying`` when the plan's intent was recorded with it)."""
+        self._spawn(
+            planned.reply.message_id, self._deliver(planned.reply, planned.client_id, answered_at, planned)
+        )
 
     def resume(self, record: MessageRecord) -> None:
         """Finish the reply of a message found ``answered`` or ``replying`` after a restart."""
@@ -182,37 +218,47 @@ class Replier:
 
         task.add_done_callback(done)
 
-    async def _deliver(self, reply: Reply, client_id: str | None, answered_at: float) -> None:
+    async def _deliver(
+        self, reply: Reply, client_id: str | None, answered_at: float, planned: PlannedReply | None = None
+    ) -> None:
         mid = reply.message_id
         self._held[mid] = self._clock()
         if self._touch_s > 0:
             self._ensure_toucher()
         try:
-            await self._deliver_held(reply, client_id, answered_at)
+            await self._deliver_held(reply, client_id, answered_at, planned)
         finally:
             self._held.pop(mid, None)
             if mid in self._waiting:
                 self._waiting.discard(mid)
                 self._metrics.replies_waiting.set(len(self._waiting))
 
-    async def _deliver_held(self, reply: Reply, client_id: str | None, answered_at: float) -> None:
+    async def _deliver_held(
+        self, reply: Reply, client_id: str | None, answered_at: float, planned: PlannedReply | None
+    ) -> None:
         mid = reply.message_id
         channel = self._router.channel_for(reply.message.origin)
-        client = self._clients(client_id) if client_id else None
-        verdict = self._dlt.verdict(client, reply.text) if client is not None else NO_DLT
+        if planned is not None:
+            verdict = planned.verdict
+        else:
+            client = self._clients(client_id) if client_id else None
+            verdict = self._dlt.verdict(client, reply.text) if client is not None else NO_DLT
         if verdict.blocked:
             await self._store.apply([verdict.blocked_change(mid, self._clock())])
             self._count(channel.name, "blocked")
             return
         if verdict.ids is not None:
             reply = Reply(reply.message, reply.text, verdict.ids)
+        # The intent was recorded with the answer: the first handover must not record it again.
+        intent_recorded = planned is not None and planned.intent is not None
         deadline = answered_at + self.validity_s
         backoff = _FIRST_BACKOFF_S
         recorded_wait = False
         while True:
             why = f"no {channel.name} channel can take it now"
             if channel.ready(reply):
-                outcome = await self._try(channel, reply, verdict)
+                outcome = await self._try(channel, reply, verdict, intent_recorded=intent_recorded)
+                intent_recorded = False  # a try that failed went back to answered (reply_waiting)
                 if outcome is None:
                     return  # done: submitted, failed, unknown or refused, and recorded
                 why = outcome
@@ -222,8 +268,9 @@ class Replier:
                 await self._record(reply, EventKind.REPLY_FAILED, channel.name, detail, **verdict.data)
                 self._count(channel.name, "expired")
                 return
-            if not recorded_wait:
+            if not recorded_wait or intent_recorded:
                 recorded_wait = True
+                intent_recorded = False  # reply_waiting takes it back from replying to answered
                 self._waiting.add(mid)
                 self._metrics.replies_waiting.set(len(self._waiting))
                 await self._record(
@@ -232,13 +279,18 @@ class Replier:
             await asyncio.sleep(min(backoff, max(0.0, deadline - now)))
             backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
-    async def _try(self, channel: ReplyChannel, reply: Reply, verdict: Verdict) -> str | None:
-        """One handover attempt. None when the reply is finished (and recorded); else why it must wait."""
+    async def _try(
+        self, channel: ReplyChannel, reply: Reply, verdict: Verdict, *, intent_recorded: bool = False
+    ) -> str | None:
+        """One handover attempt. None when the reply is finished (and recorded); else why it must wait.
+        ``intent_recorded``: the message is ``replying`` already (recorded with its answer)."""
         intent = channel.needs_intent
-        started = False
+        started = intent_recorded
 
         async def handover() -> None:
             nonlocal started
+            if intent_recorded:
+                return
             event = Event(EventKind.REPLY_SENDING, self._clock(), {"channel": channel.name})
             (ok,) = await self._store.apply([Change(reply.message_id, event)])
             if not ok:

@@ -322,7 +322,8 @@ class PostgresJournal:
         for n, (_job, ch) in enumerate(flat):
             if not applied[n]:
                 continue
-            events.add(ch.message_id, ch.event)
+            for event in ch.events:
+                events.add(ch.message_id, event)
             for ref in ch.reply_refs:
                 refs[ref] = ch.message_id
         if refs:

@@ -162,8 +162,8 @@ def apply_batch(conn: Any, changes: Sequence[Change]) -> list[bool]:
     refs: list[tuple[str, str]] = []
     for ch, ok in zip(changes, applied, strict=True):
         if ok:
-            ev = ch.event
-            events.append((ch.message_id, ev.at, ev.kind.value, event_json(ev)))
+            for ev in ch.events:
+                events.append((ch.message_id, ev.at, ev.kind.value, event_json(ev)))
             refs.extend((ref, ch.message_id) for ref in ch.reply_refs)
     _rows(conn, _INSERT_EVENTS, events)
     _rows(conn, _INSERT_REFS, refs)
