@@ -234,7 +234,12 @@ class Gateway:
         else:
             self.queue = open_queue(settings)
         self.intake = Intake(
-            self.journal, self.queue, _sender_resolver(settings), self.metrics, owner_of=owner_of
+            self.journal,
+            self.queue,
+            _sender_resolver(settings),
+            self.metrics,
+            owner_of=owner_of,
+            me=seat.index if owner_of is not None and seat is not None else None,
         )
         self.admin_token = ""
         self.ingest_token = ""

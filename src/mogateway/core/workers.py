@@ -16,7 +16,9 @@ its **owner**, recorded with the MO. The rules:
 * **Owner of an MO.** Routed to a client: one of that client's workers, by a stable hash of the MO's
   id. Not routed (unroutable, rejected): any worker, by the same hash. The owner is a pure function of
   the MO's id, its route and the plan, so the same MO arriving twice (a redelivery, a retried push, on
-  any worker) gets the same owner.
+  any worker) gets the same owner. An MO without a source id gets a fresh id, whose random part intake
+  draws until the worker storing the MO owns it, when that worker may dispatch its client
+  (``service.intake``): such MOs never cross between workers.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ with :class:`~mogateway.core.message.Arrival` values. It names each message, val
 sender object, stores the batch durably in one journal write, and only then returns, so the caller may
 acknowledge its source. A message the source already sent (same origin and source id) is not stored or
 dispatched again; its result points to the first one.
+
+With several worker processes (``core.workers``) the worker that dispatches an MO is a pure function of
+its id and route. An MO without a source id gets a fresh id, and the random part of a fresh id is free:
+intake draws it again (up to :data:`OWN_ID_DRAWS` times) until the MO is owned by this worker, so an MO
+pushed to a worker that may dispatch its client stays there — no hint to a sibling, no second process
+touching it — while the owner stays the same pure function everywhere (recovery, orphans, replay).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from mogateway.core.ports import Clock, MessageStore, Stored, WorkQueue
 from mogateway.core.timeline import State
 from mogateway.service.metrics import Metrics
 
-__all__ = ["Intake", "MAX_MESSAGE_CHARS", "MAX_SOURCE_ID"]
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_SOURCE_ID", "OWN_ID_DRAWS", "Intake"]
 
 #: Longest MO text accepted (a 255-part concatenated SMS is < 40,000 characters).
 MAX_MESSAGE_CHARS = 40_000
@@ -28,6 +34,10 @@ MAX_MESSAGE_CHARS = 40_000
 EARLIEST_RECEIVED_AT = 946_684_800.0
 MAX_RECEIVED_AHEAD_S = 86_400.0
 MAX_SOURCE_ID = 128
+#: Fresh ids drawn at most per MO to find one this worker owns (with 2 workers 1 in 2^8 MOs stays
+#: with the id the last draw gave; an MO routed to a client this worker does not dispatch costs the
+#: draws and goes to its owner).
+OWN_ID_DRAWS = 8
 
 
 class Intake:
@@ -41,6 +51,7 @@ class Intake:
         clock: Clock = time.time,
         random_bytes: Callable[[int], bytes] = os.urandom,
         owner_of: Callable[[Message], int] | None = None,
+        me: int | None = None,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -49,6 +60,7 @@ class Intake:
         self._clock = clock
         self._random = random_bytes
         self._owner_of = owner_of  # with worker processes: the one that dispatches each MO
+        self._me = me  # ... and this worker's index: fresh ids are drawn to be its own
 
     def judge(self, arrival: Arrival, now: float) -> Message:
         """The message ``arrival`` becomes: named, and either accepted (with its sender) or rejected."""
@@ -103,7 +115,11 @@ class Intake:
         now = self._clock()
         messages = [self.judge(a, now) for a in arrivals]
         owner_of = self._owner_of
-        owners = [owner_of(m) for m in messages] if owner_of is not None else None
+        owners = None
+        if owner_of is not None:
+            owners = [owner_of(m) for m in messages]
+            if self._me is not None:
+                self._draw_own_ids(messages, owners, owner_of, int(now * 1000))
         stored = await self._store.store(messages, owners)
         to_queue: list[Message] = []
         metrics = self._metrics
@@ -121,3 +137,19 @@ class Intake:
         if duplicates:
             metrics.duplicates.inc(duplicates)
         return stored
+
+    def _draw_own_ids(
+        self, messages: list[Message], owners: list[int], owner_of: Callable[[Message], int], now_ms: int
+    ) -> None:
+        """Give the fresh-id MOs another worker would own a fresh id this worker owns, if one of
+        :data:`OWN_ID_DRAWS` draws gives one (in place; see the module docstring)."""
+        me = self._me
+        for n, m in enumerate(messages):
+            if owners[n] == me or m.source_id is not None or not m.accepted:
+                continue
+            for _ in range(OWN_ID_DRAWS):
+                candidate = m.with_changes(id=message_id(now_ms, self._random(10)))
+                owner = owner_of(candidate)
+                if owner == me:
+                    messages[n], owners[n] = candidate, owner
+                    break
