@@ -18,7 +18,7 @@ exactly what the callback contract needs and nothing else:
   request line or Host header with anything but visible ASCII is never written: a control character
   there would split or smuggle a request. Such a URL is refused (UrlRefused) before connecting.
 
-Deadlines are the caller's (``asyncio.timeout`` around :meth:`Http1Client.post`); a cancelled request
+Deadlines are the caller's (``service.deadline`` around :meth:`Http1Client.post`); a cancelled request
 closes its connection, so a late answer can never be taken for the next request's.
 """
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from mogateway.core.callback_url import UrlRefused, check_literal_host
 from mogateway.core.contract import Outcome, OutcomeKind, judge_response
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, CallbackTransport, ConnectFailed
+from mogateway.service.deadline import deadline
 
 __all__ = ["Attempt", "Exchange", "exchange"]
 
@@ -76,7 +77,7 @@ async def exchange(
     backoff = _FIRST_BACKOFF_S
     last_error = ""
     try:
-        async with asyncio.timeout(deadline_s):
+        async with deadline(deadline_s):
             while True:
                 began = elapsed_ms()
                 waiting_for_answer = True
