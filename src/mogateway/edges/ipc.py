@@ -33,6 +33,8 @@ from typing import Any, cast
 
 import orjson
 
+from mogateway.service.deadline import deadline
+
 __all__ = [
     "MAX_FRAME",
     "IpcError",
@@ -145,7 +147,8 @@ class _Connection(asyncio.Protocol):
         try:
             if not self.write({"op": op, "args": args, "id": number}):
                 raise PeerUnreachable("not connected")
-            return await asyncio.wait_for(future, timeout)
+            async with deadline(timeout):  # a timer per request cost more than the request's own work
+                return await future
         finally:
             self._waiting.pop(number, None)
 
