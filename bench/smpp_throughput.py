@@ -21,6 +21,10 @@ the right msisdn, with the application's text.
   the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
   application (``bench/kannel/``). Its file store is written without fsync; it asks for no receipts.
 
+``--binds N`` gives mogateway N transceiver binds, each to a simulator of its own, and deals the MOs
+out among them, each bind with its own window (Kannel keeps one bind): with ``--workers`` N every worker
+holds a bind, the shape in which workers share out the SMPP traffic (``core/workers.py``).
+
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
 
@@ -142,23 +146,39 @@ class Result:
 
 async def measure(
     name: str,
-    smsc: SimulatedSmsc,
+    smscs: list[SimulatedSmsc],
     count: int,
     window: int,
     pids: dict[str, list[int]],
     rate: float | None = None,
 ) -> Result:
-    """Inject ``count`` MOs at ``smsc`` (already bound) and wait for every reply's submit_sm.
+    """Inject ``count`` MOs at ``smscs`` (each bound to one bind; the MOs dealt out among them, each
+    with its own window) and wait for every reply's submit_sm.
     ``pids``: the processes of each party whose CPU is counted (a gateway's supervisor and workers)."""
     messages = [(f"9198{i:08d}", SHORTCODE, f"bench {i}") for i in range(count)]
+    shares = [messages[j :: len(smscs)] for j in range(len(smscs))]
     cpu_before = {k: tree_cpu_seconds(group) for k, group in pids.items()}
     own_before = time.process_time()
-    already = len(smsc.submits)
-    injected = await smsc.inject_burst(messages, window=window, timeout=120, rate=rate)
+    already = [len(smsc.submits) for smsc in smscs]
+    per_bind_rate = None if rate is None else rate / len(smscs)
+    bursts = await asyncio.gather(
+        *(
+            smsc.inject_burst(share, window=window, timeout=120, rate=per_bind_rate)
+            for smsc, share in zip(smscs, shares, strict=True)
+        )
+    )
+    injected = [r for burst in bursts for r in burst]
     refused = sorted({r.status for r in injected if r.status != 0}, key=str)
     if refused:
         raise RuntimeError(f"{name}: deliver_sm answered with status {refused}")
-    submits = (await smsc.wait_submits(already + count, timeout=max(120.0, count / 50)))[already:]
+    # A reply leaves on its MO's bind, or on another of the same operator when that one cannot take it.
+    deadline = time.monotonic() + max(120.0, count / 50)
+    while sum(len(smsc.submits) for smsc in smscs) - sum(already) < count:
+        if time.monotonic() > deadline:
+            got = sum(len(smsc.submits) for smsc in smscs) - sum(already)
+            raise TimeoutError(f"{name}: {got} of {count} submit_sm arrived")
+        await asyncio.sleep(0.005)
+    submits = [s for smsc, before in zip(smscs, already, strict=True) for s in smsc.submits[before:]]
     cpu = {k: (tree_cpu_seconds(group) - cpu_before[k]) * 1000 / count for k, group in pids.items()}
     cpu["simulator+bench"] = (time.process_time() - own_before) * 1000 / count
     sent_at = {r.source: r.sent_at for r in injected}
@@ -210,26 +230,29 @@ async def run_mogateway(
     run: int,
     workers: int | None = None,
 ) -> Result:
-    smsc = await SimulatedSmsc(system_id="bench", password="bench").start()
+    smscs = [await SimulatedSmsc(system_id="bench", password="bench").start() for _ in range(args.binds)]
     gw_port = free_port()
-    bind = {
-        "name": "bench",
-        "host": "127.0.0.1",
-        "port": smsc.port,
-        "system_id": "bench",
-        "password": "bench",
-        "throughput": 1_000_000,  # no throttle: the SMSC is ours and takes anything
-        "window": args.window,
-        "operator": "airtel",
-        "registered_delivery": args.registered_delivery,
-    }
+    binds = [
+        {
+            "name": f"bench-{j}" if args.binds > 1 else "bench",
+            "host": "127.0.0.1",
+            "port": smsc.port,
+            "system_id": "bench",
+            "password": "bench",
+            "throughput": 1_000_000,  # no throttle: the SMSC is ours and takes anything
+            "window": args.window,
+            "operator": "airtel",
+            "registered_delivery": args.registered_delivery,
+        }
+        for j, smsc in enumerate(smscs)
+    ]
     env = {
         "MOGATEWAY_DATABASE": str(workdir / f"{gateway_name(workers).replace('/', '-')}-{run}.db"),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN,
         "MOGATEWAY_INGEST_TOKEN": INGEST,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
         "MOGATEWAY_LOG_LEVEL": "warning",
-        "MOGATEWAY_SMPP": json.dumps({"binds": [bind]}),
+        "MOGATEWAY_SMPP": json.dumps({"binds": binds}),
     }
     if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
         env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
@@ -254,16 +277,18 @@ async def run_mogateway(
         ):
             if r.status != 201:
                 raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
-        await smsc.wait_bound(30)
+        for smsc in smscs:
+            await smsc.wait_bound(30)
         await asyncio.sleep(0.5)
         if args.profile:  # py-spy's child is the gateway
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
             pid = int(children[0]) if children else pid
         pids = {name: process_tree(pid), "app": [app.pid]}
-        return await measure(name, smsc, args.count, args.window, pids, args.rate)
+        return await measure(name, smscs, args.count, args.window, pids, args.rate)
     finally:
         await _stop_gateway(gateway, pid)
-        await smsc.stop()
+        for smsc in smscs:
+            await smsc.stop()
 
 
 async def _stop_gateway(gateway: subprocess.Popen[bytes], pid: int) -> None:
@@ -305,7 +330,7 @@ async def run_kannel(
                 "kannel": [kannel.bearerbox.pid, kannel.smsbox.pid],
                 "app": [app.pid],
             }
-            return await measure("kannel", smsc, args.count, args.window, pids, args.rate)
+            return await measure("kannel", [smsc], args.count, args.window, pids, args.rate)
     finally:
         await smsc.stop()
 
@@ -360,6 +385,12 @@ def main() -> None:
         type=_worker_counts,
         default=[None],
         help="comma-separated worker counts, one gateway of the run each (default: serve's default)",
+    )
+    parser.add_argument(
+        "--binds",
+        type=int,
+        default=1,
+        help="mogateway's binds, each to a simulator of its own, the MOs dealt out among them (Kannel: 1)",
     )
     parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
     parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")
