@@ -170,6 +170,20 @@ async def load_tokens(settings: Settings, journal: Journal) -> tuple[str, str]:
     return values[0], values[1]
 
 
+def owner_rule(
+    plan: WorkerPlan, settings: Settings, route: Callable[[str, str], ClientRecord | None]
+) -> Callable[[Message], int]:
+    """The worker that owns an MO (``core.workers``), its client found by ``route(shortcode, text)`` and
+    its bind by its origin (``smpp:<bind name>``, in the order of the settings)."""
+    bind_at = {f"smpp:{bind.name}": j for j, bind in enumerate(settings.smpp.binds)}
+
+    def owner_of(message: Message) -> int:
+        client = route(message.shortcode, message.text) if message.accepted else None
+        return plan.owner_of(message.id, client, bind_at.get(message.origin))
+
+    return owner_of
+
+
 def _share_of_cap(plan: WorkerPlan, worker: int, client: ClientRecord) -> int:
     return plan.lane_cap(client, worker)
 
@@ -255,13 +269,7 @@ class Gateway:
         self._tasks: list[asyncio.Task[Any]] = []
 
     def _owner_rule(self, plan: WorkerPlan) -> Callable[[Message], int]:
-        registry = self.registry
-
-        def owner_of(message: Message) -> int:
-            client = registry.route(message.shortcode, message.text) if message.accepted else None
-            return plan.owner_of(message.id, client)
-
-        return owner_of
+        return owner_rule(plan, self.settings, self.registry.route)
 
     @property
     def embedded_workers(self) -> bool:

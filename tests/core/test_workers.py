@@ -61,6 +61,26 @@ def test_the_owner_of_an_mo_depends_only_on_its_id_route_and_plan() -> None:
     assert WorkerPlan(count=1).owner_of("m1", big) == 0
 
 
+def test_an_mo_stays_with_the_worker_holding_its_bind_when_that_worker_may_dispatch_it() -> None:
+    plan = WorkerPlan(count=3, binds=3)  # every worker holds a bind: all dispatch
+    shared = client("cl_shared", 30)  # cap >= 2 x dispatchers: every worker takes a share
+    small = client("cl_small", 2)  # one worker only
+    (small_worker,) = plan.workers_for(small)
+    for bind in range(3):
+        ids = [f"m{bind}-{n}" for n in range(300)]
+        assert {plan.owner_of(i, shared, bind) for i in ids} == {plan.bind_worker(bind)}
+        assert {plan.owner_of(i, None, bind) for i in ids} == {plan.bind_worker(bind)}  # not routed
+        # a client the bind's worker does not dispatch: its own worker, whichever bind the MO came on
+        assert {plan.owner_of(i, small, bind) for i in ids} == {small_worker}
+    # with bindless workers the bind's worker does not dispatch: the id decides among the others
+    one_bind = WorkerPlan(count=3, binds=1)
+    owners = collections.Counter(one_bind.owner_of(f"m{n}", shared, 0) for n in range(1000))
+    assert set(owners) == {1, 2}
+    assert [one_bind.owner_of(f"m{n}", shared, 0) for n in range(50)] == [
+        one_bind.owner_of(f"m{n}", shared) for n in range(50)
+    ]
+
+
 def test_a_worker_outside_a_clients_share_serves_its_stray_mos_one_at_a_time() -> None:
     plan = WorkerPlan(count=4)
     small = client("cl_small", 3)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import re
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -316,3 +318,64 @@ window = 50
     by_number = collections.Counter((s.system_id, s.pdu.destination_addr) for s in submits)
     assert set(by_number.values()) == {1}
     assert {(sid, number[7]) for sid, number in by_number} == {("esme0", "0"), ("esme1", "1")}
+
+
+async def test_with_a_bind_per_worker_each_mo_is_dispatched_and_answered_by_its_binds_worker(
+    tmp_path: Path,
+) -> None:
+    smsc = await SimulatedSmsc().start()
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        "".join(
+            f"""
+[[smpp.binds]]
+name = "op{n}"
+host = "127.0.0.1"
+port = {smsc.port}
+system_id = "esme{n}"
+mode = "transceiver"
+throughput = 1000
+window = 50
+"""
+            for n in range(2)
+        )
+    )
+    per_bind = 300
+    app_recorder = CallbackRecorder(Answer.text("got it"))
+    await app_recorder.start()
+    serve = await asyncio.to_thread(
+        start_serve, tmp_path, env_for(tmp_path), args=("--config", str(config), "--workers", "2")
+    )
+    gw = GatewayClient(serve.url)
+    try:
+        # a cap of at least twice the dispatchers: both workers dispatch this client
+        await asyncio.to_thread(
+            gw.add_client, shortcodes=[SC], callback_url=app_recorder.url, max_concurrency=20
+        )
+        deadline = time.monotonic() + 20
+        while len([c for c in smsc.clients if c.system_id]) < 2:
+            assert time.monotonic() < deadline, "the two binds did not bind"
+            await asyncio.sleep(0.05)
+        binds = (await asyncio.to_thread(gw.admin, "GET", "/v1/binds")).json()["binds"]
+        assert {b["name"]: b["node"].rsplit("/", 1)[1] for b in binds} == {"op0": "w0", "op1": "w1"}
+        for n in range(per_bind):
+            for b in range(2):
+                smsc.queue_mo(f"9198200{b}{n:04d}", SC, f"HELLO {b} {n}", system_id=f"esme{b}")
+        await smsc.wait_outbox_empty(60)
+        await smsc.wait_submits(2 * per_bind, timeout=60)
+        await asyncio.to_thread(wait_all_final, gw, 2 * per_bind)
+        await asyncio.sleep(0.5)  # a second reply to any MO would arrive now
+        submits = list(smsc.submits)
+    finally:
+        gw.close()
+        await asyncio.to_thread(serve.stop)
+        await app_recorder.stop()
+        await smsc.stop()
+    assert len(app_recorder.calls) == 2 * per_bind
+    by_number = collections.Counter((s.system_id, s.pdu.destination_addr) for s in submits)
+    assert set(by_number.values()) == {1}  # one reply per MO
+    assert {(sid, number[7]) for sid, number in by_number} == {("esme0", "0"), ("esme1", "1")}
+    # the journal names the worker that dispatched each MO: the one holding the bind it came on
+    with contextlib.closing(sqlite3.connect(tmp_path / "journal.db")) as db:
+        owners = collections.Counter(db.execute("SELECT origin, owner, state FROM messages").fetchall())
+    assert owners == {("smpp:op0", 0, "delivered"): per_bind, ("smpp:op1", 1, "delivered"): per_bind}

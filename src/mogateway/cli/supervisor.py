@@ -99,7 +99,7 @@ def listening_socket(host: str, port: int, *, reuse_port: bool, backlog: int = 2
 async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
     """Open the journal once (schema, tokens) and give each unfinished MO to the worker the plan names.
     Returns (unfinished MOs, how many changed worker)."""
-    from mogateway.node import Gateway, load_tokens, open_journal
+    from mogateway.node import Gateway, load_tokens, open_journal, owner_rule
 
     Gateway(settings)  # the settings a gateway checks when it is made (numbering files...): said once
     journal = open_journal(settings)
@@ -109,7 +109,7 @@ async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
         if settings.queue != "local":
             return 0, 0  # a shared queue dispatches: no owners
         plan = WorkerPlan(count, len(settings.smpp.binds))
-        table = RoutingTable(await journal.list_clients())
+        owner_of = owner_rule(plan, settings, RoutingTable(await journal.list_clients()).route)
         total = moved = 0
         after = ""
         while True:
@@ -118,11 +118,9 @@ async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
                 break
             changes: dict[str, int] = {}
             for r in records:
-                m = r.message
-                client = table.route(m.shortcode, m.text) if m.accepted else None
-                owner = plan.owner_of(m.id, client)
+                owner = owner_of(r.message)
                 if owner != r.owner:
-                    changes[m.id] = owner
+                    changes[r.message.id] = owner
             await journal.reassign(changes)
             total += len(records)
             moved += len(changes)

@@ -13,11 +13,14 @@ its **owner**, recorded with the MO. The rules:
   its concurrency cap and its isolation from other clients exact — unless its cap is at least twice
   the number of dispatchers: then every dispatcher takes a share of its MOs and of its cap (the shares
   add up to the cap, each at least one).
-* **Owner of an MO.** Routed to a client: one of that client's workers, by a stable hash of the MO's
-  id. Not routed (unroutable, rejected): any worker, by the same hash. The owner is a pure function of
-  the MO's id, its route and the plan, so the same MO arriving twice (a redelivery, a retried push, on
-  any worker) gets the same owner. An MO without a source id gets a fresh id, whose random part intake
-  draws until the worker storing the MO owns it, when that worker may dispatch its client
+* **Owner of an MO.** An MO that came on an SMPP bind whose worker may dispatch it (routed to a client
+  that worker dispatches, or not routed at all) is owned by that worker: the MO, its callback, its
+  reply (which leaves on the same bind) and the reply's receipt then stay in one process. Any other MO
+  routed to a client: one of that client's workers, by a stable hash of the MO's id. Not routed
+  (unroutable, rejected): any worker, by the same hash. The owner is a pure function of the MO's id,
+  the bind it came on, its route and the plan, so the same MO arriving twice (a redelivery, a retried
+  push, on any worker) gets the same owner. An MO without a source id gets a fresh id, whose random
+  part intake draws until the worker storing the MO owns it, when that worker may dispatch its client
   (``service.intake``): such MOs never cross between workers.
 """
 
@@ -65,11 +68,17 @@ class WorkerPlan:
             return dispatchers
         return (dispatchers[stable_hash(client.id) % len(dispatchers)],)
 
-    def owner_of(self, message_id: str, client: ClientRecord | None) -> int:
-        """The worker that dispatches the MO ``message_id`` routed to ``client`` (None: not routed)."""
+    def owner_of(self, message_id: str, client: ClientRecord | None, bind_index: int | None = None) -> int:
+        """The worker that dispatches the MO ``message_id`` routed to ``client`` (None: not routed), which
+        came on the bind at ``bind_index`` of the settings (None: not over SMPP, or a bind no longer
+        configured)."""
         if self.count == 1:
             return 0
         candidates = self.workers_for(client) if client is not None else tuple(range(self.count))
+        if bind_index is not None:
+            holder = self.bind_worker(bind_index)
+            if holder in candidates:
+                return holder
         return candidates[stable_hash(message_id) % len(candidates)]
 
     def lane_cap(self, client: ClientRecord, worker: int) -> int:
