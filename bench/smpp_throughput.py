@@ -21,9 +21,9 @@ the right msisdn, with the application's text.
   the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
   application (``bench/kannel/``). Its file store is written without fsync; it asks for no receipts.
 
-``--binds N`` gives mogateway N transceiver binds, each to a simulator of its own, and deals the MOs
-out among them, each bind with its own window (Kannel keeps one bind): with ``--workers`` N every worker
-holds a bind, the shape in which workers share out the SMPP traffic (``core/workers.py``).
+``--binds N`` gives each gateway N transceiver binds, each to a simulator of its own, and deals the MOs
+out among them, each bind with its own window: with ``--workers`` N every worker of mogateway holds a
+bind, the shape in which workers share out the SMPP traffic (``core/workers.py``).
 
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
@@ -312,27 +312,29 @@ async def run_kannel(
 ) -> Result:
     from kannel.driver import Kannel
 
-    smsc = await SimulatedSmsc(system_id="bench", password="bench").start()
+    smscs = [await SimulatedSmsc(system_id="bench", password="bench").start() for _ in range(args.binds)]
     kdir = workdir / f"kannel-{run}"
     kdir.mkdir()
     try:
         async with Kannel(
-            smsc_port=smsc.port,
+            smsc_ports=[smsc.port for smsc in smscs],
             url=f"http://127.0.0.1:{app_port}/kannel",
             workdir=kdir,
             window=args.window,
             max_pending_requests=args.max_pending,
         ) as kannel:
-            await smsc.wait_bound(30)
+            for smsc in smscs:
+                await smsc.wait_bound(30)
             await asyncio.sleep(0.5)
             assert kannel.bearerbox is not None and kannel.smsbox is not None
             pids = {
                 "kannel": [kannel.bearerbox.pid, kannel.smsbox.pid],
                 "app": [app.pid],
             }
-            return await measure("kannel", [smsc], args.count, args.window, pids, args.rate)
+            return await measure("kannel", smscs, args.count, args.window, pids, args.rate)
     finally:
-        await smsc.stop()
+        for smsc in smscs:
+            await smsc.stop()
 
 
 async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Result]]:
@@ -390,7 +392,7 @@ def main() -> None:
         "--binds",
         type=int,
         default=1,
-        help="mogateway's binds, each to a simulator of its own, the MOs dealt out among them (Kannel: 1)",
+        help="binds (mogateway's and Kannel's), each to a simulator of its own, the MOs dealt out among them",
     )
     parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
     parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")

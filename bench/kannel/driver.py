@@ -1,7 +1,7 @@
 """Run Kannel 1.4.5 (Debian ``kannel``: bearerbox + smsbox) against an SMSC and a callback URL.
 
-    async with Kannel(smsc_port=..., url="http://127.0.0.1:8080/kannel", workdir=tmp, window=100) as k:
-        ...                      # bearerbox is bound to the SMSC, smsbox is connected
+    async with Kannel(smsc_ports=[...], url="http://127.0.0.1:8080/kannel", workdir=tmp, window=100) as k:
+        ...                      # bearerbox is bound to each SMSC, smsbox is connected
 
 The configuration is ``kannel.conf.in`` next to this file, filled in with free 127.0.0.1 ports and files
 in ``workdir``. Both processes are started here and stopped by their pid (SIGTERM, then SIGKILL after a
@@ -24,6 +24,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import free_port, start, stop, wait_port
 
 __all__ = ["Kannel", "KannelMissing", "kannel_version"]
+
+#: One ``group = smsc`` of the configuration: a transceiver bind to one simulator.
+SMSC_GROUP = """\
+group = smsc
+smsc = smpp
+smsc-id = sim{index}
+host = 127.0.0.1
+port = {port}
+transceiver-mode = true
+smsc-username = {system_id}
+smsc-password = {smsc_password}
+system-type = ""
+# Same window as mogateway's bind (submit_sm awaiting a response); no throughput cap, like the bench's.
+max-pending-submits = {window}
+enquire-link-interval = 30
+reconnect-delay = 1
+"""
 
 TEMPLATE = Path(__file__).with_name("kannel.conf.in")
 
@@ -52,7 +69,7 @@ class Kannel:
     def __init__(
         self,
         *,
-        smsc_port: int,
+        smsc_ports: list[int],
         url: str,
         workdir: Path,
         system_id: str = "bench",
@@ -75,10 +92,16 @@ class Kannel:
                 password=self.password,
                 dir=workdir,
                 log_level=log_level,
-                smsc_port=smsc_port,
-                system_id=system_id,
-                smsc_password=smsc_password,
-                window=window,
+                smsc_groups="\n".join(
+                    SMSC_GROUP.format(
+                        index=index,
+                        port=port,
+                        system_id=system_id,
+                        smsc_password=smsc_password,
+                        window=window,
+                    )
+                    for index, port in enumerate(smsc_ports)
+                ),
                 max_pending=max_pending_requests,
                 url=url,
             )
