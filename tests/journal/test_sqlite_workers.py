@@ -4,11 +4,17 @@ group commits take turns, every MO lands once with its owner, and nobody fails o
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import pytest
+
+from mogateway.core.message import Message, Sender
 from mogateway.edges.storage.sqlite import SqliteJournal
 
 _WRITER = textwrap.dedent(
@@ -68,4 +74,64 @@ async def test_two_processes_store_into_one_file_and_each_mo_lands_once(tmp_path
         shared = [r for r in await journal.unfinished(10 * count) if r.id.startswith("shared")]
         assert len(shared) == 300
     finally:
+        await journal.close()
+
+
+def _mo(n: int) -> Message:
+    return Message(
+        id=f"fs-{n:05d}",
+        shortcode="56767",
+        msisdn="919812345678",
+        text="HI",
+        received_at=time.time(),
+        origin="http",
+        source_id=None,
+        sender=Sender(91, 9812, 345678, "airtel", "DL"),
+    )
+
+
+async def test_with_several_writers_a_store_returns_only_after_the_log_is_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit leaves the fsync to the writer, after the workers' lock: it still comes first."""
+    synced: list[tuple[float, str]] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append((time.monotonic(), os.readlink(f"/proc/self/fd/{fd}")))
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    path = tmp_path / "journal.db"
+    journal = SqliteJournal(str(path), lock_path=str(tmp_path / "journal.lock"))
+    await journal.open()
+    try:
+        for n in range(20):
+            before = time.monotonic()
+            (stored,) = await journal.store([_mo(n)], owners=[0])
+            returned = time.monotonic()
+            assert not stored.duplicate
+            assert any(
+                before <= at <= returned and name == f"{path}-wal" for at, name in synced
+            ), f"store {n} returned without an fsync of the log"
+    finally:
+        await journal.close()
+
+
+async def test_with_several_writers_a_failed_fsync_fails_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = SqliteJournal(str(tmp_path / "journal.db"), lock_path=str(tmp_path / "journal.lock"))
+    await journal.open()
+    try:
+        await journal.store([_mo(0)], owners=[0])
+
+        def failing_fsync(fd: int) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(OSError, match="Input/output error"):
+            await journal.store([_mo(1)], owners=[0])  # not durable: its source must not be acknowledged
+    finally:
+        monkeypatch.undo()
         await journal.close()

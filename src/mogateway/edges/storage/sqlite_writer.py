@@ -13,6 +13,14 @@ survives a crash of the process (the log is in the operating system's hands at c
 ``stores`` a power loss can lose at most the last :data:`MAX_SYNC_LAG_S` of records of what happened
 to MOs already stored — never an acknowledged MO. ``normal`` leaves every fsync to SQLite's checkpoints.
 
+When several worker processes write one file (``lock_path``), each holds the others off from ``BEGIN``
+to ``COMMIT``, and the fsync is the slowest part of that. So there the commit itself never waits for
+the disk (``synchronous = NORMAL``): the writer releases the lock, then fsyncs the write-ahead log
+itself, and only then resolves the callers' futures. An fsync of the log makes every commit written
+to it so far durable, the other workers' included; a checkpoint that has since copied the log into the
+database file synced that file before the log could be reused (SQLite's rule in WAL mode). The
+guarantee is the one above, and the workers' fsyncs no longer queue behind one another's lock.
+
 Should one job fail, the group is rolled back and each job runs again alone, so one
 bad write cannot spoil the others. That is what lets the gateway acknowledge a source only after its MO
 is on disk while still storing thousands of MOs a second.
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import logging
 import os
@@ -64,6 +73,10 @@ def connect(path: str) -> sqlite3.Connection:
             time.sleep(0.01)
 
 
+# flock(2) called without releasing the GIL (ctypes.PyDLL): a lock that is free is taken at once, and
+# the writer does not then sit on it while it waits for the event loop to hand the GIL back.
+_flock_keeping_gil = ctypes.PyDLL(None).flock
+
 Target = asyncio.Future[Any] | list[asyncio.Future[Any]]
 Job = tuple[Callable[[sqlite3.Connection], Any], Target]
 
@@ -97,6 +110,8 @@ class Writer(threading.Thread):
         try:
             conn = connect(self._path)
             self._mode = "FULL" if self._sync == "STORES" else self._sync
+            if self._sync_after_unlock:
+                self._mode = "NORMAL"  # the fsync is the writer's own, after the lock (module docstring)
             conn.execute(f"PRAGMA synchronous={self._mode}")
             if self._lock_path is not None:
                 self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -122,9 +137,12 @@ class Writer(threading.Thread):
                     stop = True
                     break
                 group.append(job)
-            self._choose_sync(conn, group)
+            durable = self._choose_sync(conn, group)
             with self._locked():
-                self._run_group(conn, group)
+                results = self._run_group(conn, group)
+            if durable and self._sync_after_unlock:
+                self._sync_log(results)
+            self._loop.call_soon_threadsafe(_resolve_all, results)
         conn.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
@@ -135,27 +153,56 @@ class Writer(threading.Thread):
         if self._lock_fd < 0:
             yield
             return
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        if _flock_keeping_gil(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB) != 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # held by another worker: wait, GIL released
         try:
             yield
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _choose_sync(self, conn: sqlite3.Connection, group: list[Job]) -> None:
-        """Set the commit's synchronous mode (see the module docstring)."""
+    @property
+    def _sync_after_unlock(self) -> bool:
+        """Whether this writer fsyncs the log itself, after the workers' lock (module docstring)."""
+        return self._lock_path is not None and self._sync in ("FULL", "STORES")
+
+    def _choose_sync(self, conn: sqlite3.Connection, group: list[Job]) -> bool:
+        """Whether the group must be on disk before its futures are resolved; sets the commit's
+        synchronous mode to match when the commit does its own fsync (see the module docstring)."""
         if self._sync != "STORES":
-            return
+            return self._sync == "FULL"
         now = time.monotonic()
         durable = any(getattr(fn, "durable", True) for fn, _ in group)
         full = durable or now - self._synced_at >= MAX_SYNC_LAG_S
         if full:
             self._synced_at = now
+        if self._sync_after_unlock:
+            return full
         wanted = "FULL" if full else "NORMAL"
         if wanted != self._mode:
             conn.execute(f"PRAGMA synchronous={wanted}")
             self._mode = wanted
+        return full
 
-    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> None:
+    def _sync_log(self, results: list[tuple[Target, bool, Any]]) -> None:
+        """fsync the write-ahead log (or, when a checkpoint has emptied and removed it, the database
+        file); should that fail, the group's callers get the error instead of their values: nothing
+        they wrote may be acknowledged as durable."""
+        try:
+            for path in (self._path + "-wal", self._path):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                return
+        except OSError as exc:
+            log.error("journal fsync failed: %s", exc)
+            results[:] = [(target, False, exc) for target, _, _ in results]
+
+    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> list[tuple[Target, bool, Any]]:
         # Fast path: the whole group in one transaction, one commit. Jobs are written not to fail; if
         # one does, the group is rolled back and every job runs again in a transaction of its own, so
         # the failure stays with the job that caused it.
@@ -168,7 +215,7 @@ class Writer(threading.Thread):
             results = [self._run_alone(conn, fn, target) for fn, target in group]
         else:
             results = [(target, True, value) for (_, target), value in zip(group, values, strict=True)]
-        self._loop.call_soon_threadsafe(_resolve_all, results)
+        return results
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
