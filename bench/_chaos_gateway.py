@@ -30,20 +30,16 @@ SYSTEM_ID = "chaos"
 _RECOVERY_LINE = re.compile(r"^recovery: (\d+) unfinished")
 
 
-def write_config(workdir: Path, smsc_port: int) -> Path:
-    """The gateway's TOML settings: the journal in ``workdir``, fixed tokens, one bind to the simulator,
-    info logs as JSON (the log reply channel's lines and the recovery count are read from them)."""
+def write_config(workdir: Path, smsc_port: int, binds: int = 1) -> Path:
+    """The gateway's TOML settings: the journal in ``workdir``, fixed tokens, ``binds`` binds to the
+    simulator (all as :data:`SYSTEM_ID`: it writes each MO to whichever of them has room; with
+    ``mogateway serve``'s worker per core, a bind each), info logs as JSON (the log reply channel's lines
+    and the recovery count are read from them)."""
     path = workdir / "gateway.toml"
-    path.write_text(
-        f"""database = "{workdir / "journal.db"}"
-admin_token = "{ADMIN}"
-ingest_token = "{INGEST}"
-allow_private_callbacks = true
-log_level = "info"
-log_format = "json"
-
+    sections = "".join(
+        f"""
 [[smpp.binds]]
-name = "chaos"
+name = "{"chaos" if binds == 1 else f"chaos{n}"}"
 host = "127.0.0.1"
 port = {smsc_port}
 system_id = "{SYSTEM_ID}"
@@ -55,6 +51,16 @@ throughput = 1000000
 window = 100
 enquire_link_s = 5
 """
+        for n in range(binds)
+    )
+    path.write_text(
+        f"""database = "{workdir / "journal.db"}"
+admin_token = "{ADMIN}"
+ingest_token = "{INGEST}"
+allow_private_callbacks = true
+log_level = "info"
+log_format = "json"
+{sections}"""
     )
     return path
 

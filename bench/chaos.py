@@ -1,6 +1,6 @@
 """Crash campaign: thousands of MOs over HTTP and SMPP while ``mogateway serve`` is SIGKILLed at random.
 
-    python bench/chaos.py [--seed N] [--mos 20000] [--kills 25] [--transport both]
+    python bench/chaos.py [--seed N] [--mos 20000] [--kills 25] [--transport both] [--binds 1]
                           [--callback-delay-ms 100] [--max-seconds 1800] [--json out.json]
 
 Everything is real and on 127.0.0.1: the gateway is a ``mogateway serve`` process on a SQLite journal
@@ -86,6 +86,8 @@ class Options:
     smpp_burst: int = 600
     #: How long the simulator takes to answer a submit_sm.
     smsc_latency_ms: float = 20.0
+    #: The gateway's SMPP binds to the simulator (2: a bind per worker on a 2-core machine).
+    binds: int = 1
     #: "mixed", or a comma-separated list of kinds of kill used in turn (see _chaos_kills).
     aim: str = "mixed"
     max_seconds: float = 1800.0
@@ -157,7 +159,7 @@ async def run_campaign(options: Options) -> CampaignResult:
     echo(
         f"seed {options.seed}: {n_http} MOs over HTTP, {n_smpp} over SMPP, offered at {options.rate:g} MO/s; "
         f"callback delay {options.callback_delay_ms:g} ms × concurrency {options.concurrency}; "
-        f"SMSC latency {options.smsc_latency_ms:g} ms; journal and logs in {workdir}"
+        f"SMSC latency {options.smsc_latency_ms:g} ms; {options.binds} bind(s); journal and logs in {workdir}"
     )
     echo(f"kill plan (share of MOs at the app/least uptime/aim): {', '.join(map(str, plan))}")
     smsc = SimulatedSmsc(
@@ -172,7 +174,8 @@ async def run_campaign(options: Options) -> CampaignResult:
     )
     mos = make_mos(n_http, n_smpp)
     async with smsc, aiohttp.ClientSession() as session:
-        gateway = GatewayProcess(workdir, write_config(workdir, smsc.port), options.gateway_src)
+        config = write_config(workdir, smsc.port, options.binds)
+        gateway = GatewayProcess(workdir, config, options.gateway_src)
         traffic = Traffic(
             mos,
             smsc,
@@ -399,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--smpp-window", type=int, default=defaults.smpp_window, help="deliver_sm unanswered at most")
     add("--smpp-burst", type=int, default=defaults.smpp_burst, help="MOs handed to the SMSC at once")
     add("--smsc-latency-ms", type=float, default=defaults.smsc_latency_ms, help="submit_sm answer delay")
+    add("--binds", type=int, default=defaults.binds, help="the gateway's SMPP binds to the simulator")
     add("--aim", default=defaults.aim, help=f"'mixed' or a comma-separated list of {', '.join(AIMS)}")
     add("--max-seconds", type=float, default=defaults.max_seconds, help="bound on each campaign's time")
     add("--campaigns", type=int, default=1, help="campaigns to run, with seeds seed, seed+1, ...")
@@ -408,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mos < 1 or args.kills < 0 or args.campaigns < 1 or args.rate <= 0 or args.concurrency < 1:
         parser.error("--mos, --campaigns, --concurrency at least 1; --kills at least 0; --rate above 0")
+    if args.binds < 1:
+        parser.error("--binds at least 1")
     try:
         plan_kills(random.Random(0), 1, args.aim)
     except ValueError as exc:
@@ -428,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             smpp_window=args.smpp_window,
             smpp_burst=args.smpp_burst,
             smsc_latency_ms=args.smsc_latency_ms,
+            binds=args.binds,
             aim=args.aim,
             max_seconds=args.max_seconds,
             workdir=args.workdir / f"seed-{seed + number}" if args.workdir else None,
