@@ -265,7 +265,13 @@ def wait_restarted(serve: ServeProcess, worker: int, old_pid: int, timeout: floa
 # ------------------------------------------------------------------------------------------ SMPP
 
 
-async def test_each_reply_leaves_over_its_mos_bind_whichever_worker_holds_it(tmp_path: Path) -> None:
+async def run_two_binds(
+    tmp_path: Path, *, workers: int, per_bind: int
+) -> tuple[list[RecordedCall], list[Any]]:
+    """``mogateway serve --workers N`` with two binds ``op0``/``op1`` (as ``esme0``/``esme1``) to one
+    simulator, held by workers 0 and 1; ``per_bind`` MOs delivered over each (msisdn digit 7 = the
+    bind) to one client of cap 20 (at least twice the dispatchers: every dispatcher takes a share).
+    Waits until every MO is final and a second reply would have arrived; the callbacks and submit_sm."""
     smsc = await SimulatedSmsc().start()
     config = tmp_path / "gateway.toml"
     config.write_text(
@@ -283,11 +289,10 @@ window = 50
             for n in range(2)
         )
     )
-    per_bind = 150
     app_recorder = CallbackRecorder(Answer.text("got it"))
     await app_recorder.start()
     serve = await asyncio.to_thread(
-        start_serve, tmp_path, env_for(tmp_path), args=("--config", str(config), "--workers", "3")
+        start_serve, tmp_path, env_for(tmp_path), args=("--config", str(config), "--workers", str(workers))
     )
     gw = GatewayClient(serve.url)
     try:
@@ -304,16 +309,22 @@ window = 50
             for b in range(2):
                 smsc.queue_mo(f"9198100{b}{n:04d}", SC, f"HELLO {b} {n}", system_id=f"esme{b}")
         await smsc.wait_outbox_empty(60)
-        submits = await smsc.wait_submits(2 * per_bind, timeout=60)
+        await smsc.wait_submits(2 * per_bind, timeout=60)
+        await asyncio.to_thread(wait_all_final, gw, 2 * per_bind)
         await asyncio.sleep(0.5)  # a second reply to any MO would arrive now
-        submits = list(smsc.submits)
+        return list(app_recorder.calls), list(smsc.submits)
     finally:
         gw.close()
         await asyncio.to_thread(serve.stop)
         await app_recorder.stop()
         await smsc.stop()
+
+
+async def test_each_reply_leaves_over_its_mos_bind_whichever_worker_holds_it(tmp_path: Path) -> None:
+    per_bind = 150
+    calls, submits = await run_two_binds(tmp_path, workers=3, per_bind=per_bind)
     # Worker 2 holds no bind and made every callback; each reply went back over its MO's own bind.
-    assert len(app_recorder.calls) == 2 * per_bind
+    assert len(calls) == 2 * per_bind
     assert len(submits) == 2 * per_bind
     by_number = collections.Counter((s.system_id, s.pdu.destination_addr) for s in submits)
     assert set(by_number.values()) == {1}
@@ -323,55 +334,9 @@ window = 50
 async def test_with_a_bind_per_worker_each_mo_is_dispatched_and_answered_by_its_binds_worker(
     tmp_path: Path,
 ) -> None:
-    smsc = await SimulatedSmsc().start()
-    config = tmp_path / "gateway.toml"
-    config.write_text(
-        "".join(
-            f"""
-[[smpp.binds]]
-name = "op{n}"
-host = "127.0.0.1"
-port = {smsc.port}
-system_id = "esme{n}"
-mode = "transceiver"
-throughput = 1000
-window = 50
-"""
-            for n in range(2)
-        )
-    )
     per_bind = 300
-    app_recorder = CallbackRecorder(Answer.text("got it"))
-    await app_recorder.start()
-    serve = await asyncio.to_thread(
-        start_serve, tmp_path, env_for(tmp_path), args=("--config", str(config), "--workers", "2")
-    )
-    gw = GatewayClient(serve.url)
-    try:
-        # a cap of at least twice the dispatchers: both workers dispatch this client
-        await asyncio.to_thread(
-            gw.add_client, shortcodes=[SC], callback_url=app_recorder.url, max_concurrency=20
-        )
-        deadline = time.monotonic() + 20
-        while len([c for c in smsc.clients if c.system_id]) < 2:
-            assert time.monotonic() < deadline, "the two binds did not bind"
-            await asyncio.sleep(0.05)
-        binds = (await asyncio.to_thread(gw.admin, "GET", "/v1/binds")).json()["binds"]
-        assert {b["name"]: b["node"].rsplit("/", 1)[1] for b in binds} == {"op0": "w0", "op1": "w1"}
-        for n in range(per_bind):
-            for b in range(2):
-                smsc.queue_mo(f"9198200{b}{n:04d}", SC, f"HELLO {b} {n}", system_id=f"esme{b}")
-        await smsc.wait_outbox_empty(60)
-        await smsc.wait_submits(2 * per_bind, timeout=60)
-        await asyncio.to_thread(wait_all_final, gw, 2 * per_bind)
-        await asyncio.sleep(0.5)  # a second reply to any MO would arrive now
-        submits = list(smsc.submits)
-    finally:
-        gw.close()
-        await asyncio.to_thread(serve.stop)
-        await app_recorder.stop()
-        await smsc.stop()
-    assert len(app_recorder.calls) == 2 * per_bind
+    calls, submits = await run_two_binds(tmp_path, workers=2, per_bind=per_bind)
+    assert len(calls) == 2 * per_bind
     by_number = collections.Counter((s.system_id, s.pdu.destination_addr) for s in submits)
     assert set(by_number.values()) == {1}  # one reply per MO
     assert {(sid, number[7]) for sid, number in by_number} == {("esme0", "0"), ("esme1", "1")}
