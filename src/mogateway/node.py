@@ -331,7 +331,6 @@ class Gateway:
                 s.smpp.model_copy(update={"binds": binds}),
                 intake=self.intake,
                 receipts=self.journal,
-                store=self.journal,
                 metrics=self.metrics.registry,
             )
             self.replies.register("smpp", self.smpp.reply_channel)

@@ -12,6 +12,7 @@ import contextlib
 import re
 import sqlite3
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -265,13 +266,13 @@ def wait_restarted(serve: ServeProcess, worker: int, old_pid: int, timeout: floa
 # ------------------------------------------------------------------------------------------ SMPP
 
 
-async def run_two_binds(
-    tmp_path: Path, *, workers: int, per_bind: int
-) -> tuple[list[RecordedCall], list[Any]]:
-    """``mogateway serve --workers N`` with two binds ``op0``/``op1`` (as ``esme0``/``esme1``) to one
-    simulator, held by workers 0 and 1; ``per_bind`` MOs delivered over each (msisdn digit 7 = the
-    bind) to one client of cap 20 (at least twice the dispatchers: every dispatcher takes a share).
-    Waits until every MO is final and a second reply would have arrived; the callbacks and submit_sm."""
+@contextlib.asynccontextmanager
+async def two_binds_gateway(
+    tmp_path: Path, *, workers: int, system_ids: tuple[str, str]
+) -> AsyncIterator[tuple[SimulatedSmsc, GatewayClient, CallbackRecorder]]:
+    """``mogateway serve --workers N`` with two binds ``op0``/``op1`` (as ``system_ids``) to one
+    simulator, held by workers 0 and 1, and one client of cap 20 (at least twice the dispatchers: every
+    dispatcher takes a share) answering every MO: the simulator, the gateway and the application."""
     smsc = await SimulatedSmsc().start()
     config = tmp_path / "gateway.toml"
     config.write_text(
@@ -281,12 +282,12 @@ async def run_two_binds(
 name = "op{n}"
 host = "127.0.0.1"
 port = {smsc.port}
-system_id = "esme{n}"
+system_id = "{system_id}"
 mode = "transceiver"
 throughput = 1000
 window = 50
 """
-            for n in range(2)
+            for n, system_id in enumerate(system_ids)
         )
     )
     app_recorder = CallbackRecorder(Answer.text("got it"))
@@ -305,6 +306,21 @@ window = 50
             await asyncio.sleep(0.05)
         binds = (await asyncio.to_thread(gw.admin, "GET", "/v1/binds")).json()["binds"]
         assert {b["name"]: b["node"].rsplit("/", 1)[1] for b in binds} == {"op0": "w0", "op1": "w1"}
+        yield smsc, gw, app_recorder
+    finally:
+        gw.close()
+        await asyncio.to_thread(serve.stop)
+        await app_recorder.stop()
+        await smsc.stop()
+
+
+async def run_two_binds(
+    tmp_path: Path, *, workers: int, per_bind: int
+) -> tuple[list[RecordedCall], list[Any]]:
+    """:func:`two_binds_gateway` with the binds as ``esme0``/``esme1``; ``per_bind`` MOs delivered over
+    each (msisdn digit 7 = the bind). Waits until every MO is final and a second reply would have
+    arrived; the callbacks and submit_sm."""
+    async with two_binds_gateway(tmp_path, workers=workers, system_ids=("esme0", "esme1")) as (smsc, gw, app):
         for n in range(per_bind):
             for b in range(2):
                 smsc.queue_mo(f"9198100{b}{n:04d}", SC, f"HELLO {b} {n}", system_id=f"esme{b}")
@@ -312,12 +328,7 @@ window = 50
         await smsc.wait_submits(2 * per_bind, timeout=60)
         await asyncio.to_thread(wait_all_final, gw, 2 * per_bind)
         await asyncio.sleep(0.5)  # a second reply to any MO would arrive now
-        return list(app_recorder.calls), list(smsc.submits)
-    finally:
-        gw.close()
-        await asyncio.to_thread(serve.stop)
-        await app_recorder.stop()
-        await smsc.stop()
+        return list(app.calls), list(smsc.submits)
 
 
 async def test_each_reply_leaves_over_its_mos_bind_whichever_worker_holds_it(tmp_path: Path) -> None:
@@ -344,3 +355,33 @@ async def test_with_a_bind_per_worker_each_mo_is_dispatched_and_answered_by_its_
     with contextlib.closing(sqlite3.connect(tmp_path / "journal.db")) as db:
         owners = collections.Counter(db.execute("SELECT origin, owner, state FROM messages").fetchall())
     assert owners == {("smpp:op0", 0, "delivered"): per_bind, ("smpp:op1", 1, "delivered"): per_bind}
+
+
+async def test_an_mo_redelivered_over_the_other_bind_of_its_account_is_one_mo(tmp_path: Path) -> None:
+    # Two binds of one account, a worker each. The SMSC sends every MO over one bind and again over the
+    # other: 100 after the first was answered, 100 at the same moment (two workers storing it at once).
+    # Content ids only (no SMSC message id): the journal recognises the repeat inside its write.
+    count = 200
+    async with two_binds_gateway(tmp_path, workers=2, system_ids=("esme", "esme")) as (smsc, gw, app):
+        for n in range(count):
+            number, text = f"91981001{n:04d}", f"VOTE {n}"
+            if n % 2:
+                first, again = await smsc.inject_mo(number, SC, text), await smsc.inject_mo(
+                    number, SC, text, receiver=1
+                )
+            else:
+                first, again = await asyncio.gather(
+                    smsc.inject_mo(number, SC, text), smsc.inject_mo(number, SC, text, receiver=1)
+                )
+            assert first == again == [0]
+        await smsc.wait_submits(count, timeout=60)
+        await asyncio.to_thread(wait_all_final, gw, count)
+        await asyncio.sleep(0.5)  # a second callback or reply to any MO would arrive now
+        calls, submits = list(app.calls), list(smsc.submits)
+    assert len(calls) == count
+    assert collections.Counter(s.pdu.destination_addr for s in submits) == {
+        f"91981001{n:04d}": 1 for n in range(count)
+    }
+    with contextlib.closing(sqlite3.connect(tmp_path / "journal.db")) as db:
+        stored = db.execute("SELECT count(*), count(DISTINCT msisdn) FROM messages").fetchone()
+    assert stored == (count, count)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection, Sender
+from mogateway.core.message import Message, Rejection, Sender, content_source_id
 from mogateway.core.ports import Journal, MessageFilter
 from mogateway.core.timeline import (
     TABLE,
@@ -423,13 +423,88 @@ async def test_find_filters_orders_newest_first_and_pages_by_key(journal: Journa
     assert await ids(since=1500.0, until=2500.0, shortcode="56767") == []
 
 
-async def test_recent_source_ids_of_an_origin(journal: Journal) -> None:
-    now = time.time()
-    await journal.store(
-        [mo("a", received_at=now - 100), mo("b", received_at=now - 5), mo("c", received_at=now)]
+def content_mo(
+    message_id: str, digest: str, *, msisdn: str = "919812345678", at: float | None = None
+) -> Message:
+    """An MO named by its content (an SMPP MO without an SMSC message id), seen at ``at``."""
+    at = time.time() if at is None else at
+    return dataclasses.replace(
+        mo(message_id, msisdn=msisdn, received_at=at),
+        origin="smpp:b1",
+        source_id=content_source_id(digest, int(at * 1000)),
     )
-    assert await journal.recent_source_ids("http", now - 10) == ["src-b", "src-c"]
-    assert await journal.recent_source_ids("smpp:x", now - 1000) == []
+
+
+async def test_an_mo_repeating_a_stored_ones_content_within_its_window_is_that_mo(journal: Journal) -> None:
+    now = time.time()
+    (first,) = await journal.store([content_mo("first", "d1", at=now - 100)], None, [now - 600])
+    assert (first.id, first.duplicate) == ("first", False)
+    await journal.apply([Change("first", outcome("blank"))])
+    results = await journal.store(
+        [
+            content_mo("again", "d1", at=now),  # a redelivery (over any bind): the first MO
+            content_mo("late", "d1", at=now),  # ... but not for a window that starts after the first
+            content_mo("other-number", "d1", msisdn="919812345679", at=now),
+            content_mo("other-text", "d2", at=now),
+            content_mo("no-window", "d1", at=now),
+        ],
+        None,
+        [now - 600, now - 50, now - 600, now - 600, None],
+    )
+    assert [(r.id, r.duplicate, r.state) for r in results] == [
+        ("first", True, State.NO_REPLY),
+        ("late", False, State.QUEUED),
+        ("other-number", False, State.QUEUED),
+        ("other-text", False, State.QUEUED),
+        ("no-window", False, State.QUEUED),
+    ]
+    assert await journal.get("again") is None
+
+
+async def test_concurrent_stores_of_one_content_keep_exactly_one(journal: Journal) -> None:
+    # 12 numbers x 5 texts, each delivered 6 times in separate concurrent calls (PostgreSQL runs them
+    # in concurrent transactions): one MO per number and text, every repeat answered with its id.
+    now = time.time()
+    calls = [
+        [content_mo(f"k{k}-d{d}-{copy}", f"d{d}", msisdn=f"9198123456{k:02d}", at=now)]
+        for copy in range(6)
+        for k in range(12)
+        for d in range(5)
+    ]
+    results = await asyncio.gather(*(journal.store(c, None, [now - 600]) for c in calls))
+    firsts = {r.id for (r,) in results if not r.duplicate}
+    assert len(firsts) == 60
+    by_content: dict[str, set[str]] = {}
+    for call, (r,) in zip(calls, results, strict=True):
+        by_content.setdefault(call[0].msisdn + call[0].source_id.split(":")[1], set()).add(r.id)
+    assert all(len(ids) == 1 for ids in by_content.values())
+    assert sorted(r.message.id for r in await journal.unfinished(1000)) == sorted(firsts)
+
+
+async def test_two_journals_storing_one_content_at_once_keep_exactly_one(
+    journal: Journal, journal_factory: Callable[[], Journal]
+) -> None:
+    # Two writers (two worker processes, or two nodes on PostgreSQL), each storing every MO in its own
+    # transaction, the SMSC redelivering the same 300 MOs to both: each is stored once.
+    other = journal_factory()
+    await other.open()
+    now = time.time()
+
+    async def deliver(j: Journal, name: str) -> list[str]:
+        ids = []
+        for n in range(300):
+            m = content_mo(f"{name}-{n}", f"d{n % 30}", msisdn=f"9198123456{n // 30:02d}", at=now)
+            (stored,) = await j.store([m], None, [now - 600])
+            ids.append(stored.id)
+        return ids
+
+    try:
+        mine, theirs = await asyncio.gather(deliver(journal, "a"), deliver(other, "b"))
+    finally:
+        await other.close()
+    assert mine == theirs  # every MO answered with one id on both
+    assert len(set(mine)) == 300
+    assert sorted(r.message.id for r in await journal.unfinished(1000)) == sorted(mine)
 
 
 # ------------------------------------------------------------------------- clients and settings

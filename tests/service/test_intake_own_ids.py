@@ -21,8 +21,13 @@ class Journal:
     def __init__(self) -> None:
         self.stored: list[tuple[Message, int]] = []
 
-    async def store(self, messages: Sequence[Message], owners: Sequence[int] | None = None) -> list[Stored]:
-        assert owners is not None
+    async def store(
+        self,
+        messages: Sequence[Message],
+        owners: Sequence[int] | None = None,
+        repeat_since: Sequence[float | None] | None = None,
+    ) -> list[Stored]:
+        assert owners is not None and repeat_since is None
         self.stored.extend(zip(messages, owners, strict=True))
         return [Stored(m.id, State.QUEUED, False, None) for m in messages]
 

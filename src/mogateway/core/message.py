@@ -16,6 +16,11 @@ Rules:
   gets a time-sortable random id. A source id that carries the time its source first saw the message
   (SMPP's content ids) gives a time-sortable id too: the journal's keys then grow at one end instead
   of all over (see ``id_for_source``).
+* A source that cannot name its messages (an SMSC that sends no message id with an MO) names them by
+  content: ``c:<digest>:<ms>`` (:func:`content_source_id`). An MO whose content repeats one received
+  from the same number within its ``Arrival.repeat_window_s`` is that MO (a redelivery), whichever
+  bind or worker it came through; the journal decides that inside its write (:func:`content_repeats`),
+  so two writers cannot both take a redelivery for new.
 * ``received_at`` is unix seconds (a float): when the message reached the gateway, or when the source
   says it was sent.
 * ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
@@ -28,7 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +46,9 @@ __all__ = [
     "Rejection",
     "Sender",
     "check_shortcode",
+    "content_digest",
+    "content_repeats",
+    "content_source_id",
     "id_for_source",
     "message_id",
 ]
@@ -170,9 +178,15 @@ class Arrival:
     operator: str | None = None
     circle: str | None = None
     problem: Rejection | None = None
-    #: When the source first saw this message, in unix milliseconds, if its source id carries that time
-    #: (the same on every redelivery): it dates the message's id (:func:`id_for_source`).
+    #: When the source saw this message, in unix milliseconds, if its source id carries that time (content
+    #: ids): it dates the message's id (:func:`id_for_source`).
     first_seen_ms: int | None = None
+    #: The namespace of the source id, when it is wider than the origin: the binds of one SMSC account
+    #: share one, so a message redelivered over another bind keeps its id. None: the origin.
+    source_scope: str | None = None
+    #: For a content source id: an MO of the same content from the same number received within this
+    #: many seconds before is this one (0: never; see :func:`content_repeats`).
+    repeat_window_s: float = 0.0
 
 
 def _b32(raw: bytes) -> str:
@@ -199,3 +213,47 @@ def id_for_source(source_key: str, first_seen_ms: int | None = None) -> str:
         return _b32(hashlib.blake2b(source_key.encode("utf-8"), digest_size=16).digest())
     digest = hashlib.blake2b(source_key.encode("utf-8"), digest_size=10).digest()
     return message_id(first_seen_ms, digest)
+
+
+def content_source_id(digest: str, seen_ms: int) -> str:
+    """The source id of a message known only by its content: ``c:<digest>:<ms>`` (the digest names the
+    content, the unix milliseconds when it was seen date the id)."""
+    return f"c:{digest}:{seen_ms}"
+
+
+def content_digest(source_id: str | None) -> str | None:
+    """The digest of a content source id (:func:`content_source_id`); None for any other source id."""
+    if source_id is None or not source_id.startswith("c:"):
+        return None
+    digest, sep, seen_ms = source_id[2:].partition(":")
+    return digest if digest and sep and seen_ms.isdigit() else None
+
+
+def content_repeats(
+    batch: Sequence[tuple[Message, float | None]], earlier: Iterable[tuple[str, str, str | None, float]]
+) -> dict[int, str]:
+    """The MOs of ``batch`` that repeat an MO known by the same content: position -> that MO's id.
+
+    Each batch entry is a message and ``since``: the earliest ``received_at`` an MO it repeats may have
+    (None: it repeats nothing). A message repeats the first MO with the same msisdn and content digest
+    received at or after its ``since``: one stored before, from ``earlier`` (rows of id, msisdn,
+    source id, received_at, in any order), or one before it in the batch. The journal calls this inside
+    the transaction that stores the batch, with the rows of the batch's numbers it holds.
+    """
+    seen: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for mid, msisdn, source_id, received_at in earlier:
+        digest = content_digest(source_id)
+        if digest is not None:
+            seen.setdefault((msisdn, digest), []).append((received_at, mid))
+    repeats: dict[int, str] = {}
+    for n, (message, since) in enumerate(batch):
+        digest = None if since is None else content_digest(message.source_id)
+        if digest is None or since is None:
+            continue
+        known = seen.setdefault((message.msisdn, digest), [])
+        first = min((entry for entry in known if entry[0] >= since), default=None)
+        if first is None:
+            known.append((message.received_at, message.id))
+        else:
+            repeats[n] = first[1]
+    return repeats

@@ -112,9 +112,16 @@ class MessageFilter:
 class MessageStore(Protocol):
     """Storing messages and moving them through their timeline (intake, dispatcher, recovery)."""
 
-    async def store(self, messages: Sequence[Message], owners: Sequence[int] | None = None) -> list[Stored]:
+    async def store(
+        self,
+        messages: Sequence[Message],
+        owners: Sequence[int] | None = None,
+        repeat_since: Sequence[float | None] | None = None,
+    ) -> list[Stored]:
         """Store ``messages``; ``owners``, one per message, names the worker process that will dispatch
-        each (``core.workers``; all 0 without workers)."""
+        each (``core.workers``; all 0 without workers). ``repeat_since``, one per message, is for content
+        source ids: a message repeating an MO received since then is that MO, reported as a duplicate
+        under its id (``core.message.content_repeats``, decided inside the write; None: never)."""
         ...
 
     async def apply(self, changes: Sequence[Change]) -> list[bool]: ...
@@ -128,11 +135,6 @@ class MessageStore(Protocol):
     async def reassign(self, owners: Mapping[str, int]) -> None:
         """Give unfinished messages (id -> worker) to another worker process; finished ones keep theirs.
         Only while no worker runs (``mogateway.cli.supervisor`` before it starts them)."""
-        ...
-
-    async def recent_source_ids(self, origin: str, since: float) -> list[str]:
-        """The source ids of messages from ``origin`` received since ``since``, oldest first (an SMPP
-        bind's content-dedupe window, restored after a restart)."""
         ...
 
     async def unfinished(

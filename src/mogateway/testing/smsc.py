@@ -403,13 +403,16 @@ class SimulatedSmsc:
         order: list[int] | None = None,
         repeat: int = 1,
         timeout: float = 30.0,
+        receiver: int = 0,
     ) -> list[int]:
-        """Deliver one MO (split into parts if long) to the first bound receiver; the statuses of the
-        deliver_sm_resp, one per part sent. ``order`` (0-based part indexes) sends parts in that order,
-        repeating or leaving out parts as listed; ``repeat`` sends the whole thing that many times."""
+        """Deliver one MO (split into parts if long) to a bound receiver (``receiver``: its index in
+        :meth:`receivers`, the first by default; another one is how an SMSC redelivers over another bind
+        of the account); the statuses of the deliver_sm_resp, one per part sent. ``order`` (0-based part
+        indexes) sends parts in that order, repeating or leaving out parts as listed; ``repeat`` sends
+        the whole thing that many times."""
         targets = self.receivers()
-        if not targets:
-            raise RuntimeError("no ESME is bound as receiver or transceiver")
+        if len(targets) <= receiver:
+            raise RuntimeError(f"no receiver {receiver}: {len(targets)} ESME(s) bound to receive")
         segments = self.segments_for(text, split=split, data_coding=data_coding)
         indexes = order if order is not None else list(range(len(segments)))
         statuses = []
@@ -426,7 +429,7 @@ class SimulatedSmsc:
                     short_message=seg.short_message,
                     tlvs=seg.tlvs,
                 )
-                response = await self._deliver(targets[0], pdu, timeout)
+                response = await self._deliver(targets[receiver], pdu, timeout)
                 statuses.append(response.status)
                 self._log(f"deliver_sm {source} -> {destination}: {Status.describe(response.status)}")
         return statuses

@@ -9,12 +9,13 @@ Rules stated before the code:
 * A part of a long MO is held unanswered until its message is stored, at most ``PART_ACK_HOLD_S``; an
   SMSC that waits for each answer before sending the next part would otherwise stall until the
   reassembly timeout. A part answered that way lives only in memory until its message completes.
-* Redeliveries are one message: the journal deduplicates on (origin, source_id). The source id is the
-  SMSC's receipted_message_id when an MO carries one; otherwise a content hash with the time it was
-  first seen (``c:<hash>:<ms>``), reused for the same content within the bind's ``dedupe_window_s``,
-  so the same text sent again later is a new MO. The window survives a restart: it is kept in the
-  journal (the source ids themselves) and read back by :meth:`InboundHandler.restore_dedupe` before the
-  bind connects, so an SMSC that redelivers after a crash creates no second message.
+* Redeliveries are one message, over whichever bind of the account (``BindConfig.redelivery_scope``)
+  they come. The source id is the SMSC's receipted_message_id when an MO carries one, and the journal
+  deduplicates on (scope, source id). Otherwise it is a content id, ``c:<hash>:<ms>`` (the hash covers
+  the scope, sender, shortcode, coding, octets and part numbers), and the journal, inside the write
+  that stores it, takes an MO of the same hash from the same number received within the bind's
+  ``dedupe_window_s`` for the same MO (``core.message.content_repeats``): the same text sent again
+  later is a new MO. Nothing of it lives in the bind, so it holds across restarts, binds and workers.
 * Receipts (esm_class 0x04) go to ``journal.record_deliveries`` and are always acknowledged unless the
   journal fails; a receipt for an unknown message is acknowledged and counted. Like MOs, the receipts
   of one turn of the event loop are recorded with one call, and answered without a task of their own.
@@ -35,11 +36,10 @@ import functools
 import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from mogateway.core.message import Arrival, Message, Rejection
+from mogateway.core.message import Arrival, Message, Rejection, content_source_id
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import Stored
 from mogateway.core.reassembly import Assembled, Reassembler
@@ -76,47 +76,6 @@ class DeliveryJournal(Protocol):
     """The part of the journal a bind uses for receipts (``core.ports.ReceiptStore``)."""
 
     async def record_deliveries(self, receipts: Sequence[tuple[str, str, str]]) -> list[str | None]: ...
-
-
-class _DedupeWindow:
-    """Content hash -> source id and the wall-clock ms it was first seen, forgotten ``window_s`` after
-    first seen (bounded in size)."""
-
-    def __init__(self, window_s: float, max_entries: int = 100_000) -> None:
-        self.window_s = window_s
-        self.max_entries = max_entries
-        self._seen: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
-
-    def source_id(self, digest: str, now: float, wall_ms: int) -> tuple[str, int]:
-        """The source id of content ``digest`` and the wall-clock ms in it (when first seen)."""
-        while self._seen:
-            _, (_, _, first) = next(iter(self._seen.items()))
-            if now - first < self.window_s and len(self._seen) < self.max_entries:
-                break
-            self._seen.popitem(last=False)
-        known = self._seen.get(digest)
-        if known is not None:
-            return known[0], known[1]
-        source_id = f"c:{digest}:{wall_ms}"
-        if self.window_s > 0:
-            self._seen[digest] = (source_id, wall_ms, now)
-        return source_id, wall_ms
-
-    def restore(self, source_ids: Sequence[str], now: float, wall_now: float) -> int:
-        """Remember content source ids written before a restart (oldest first); how many were taken.
-
-        ``now`` is this window's clock, ``wall_now`` the wall clock the source ids' milliseconds use."""
-        taken = 0
-        for source_id in source_ids:
-            kind, _, rest = source_id.partition(":")
-            digest, _, wall_ms = rest.partition(":")
-            if kind != "c" or not digest or not wall_ms.isdigit():
-                continue
-            age = wall_now - int(wall_ms) / 1000.0
-            if 0 <= age < self.window_s and digest not in self._seen:
-                self._seen[digest] = (source_id, int(wall_ms), now - age)
-                taken += 1
-        return taken
 
 
 class _TurnBatcher(Generic[Item, Result]):
@@ -194,7 +153,7 @@ class InboundHandler:
         self._clock = clock
         self._hold = part_ack_hold_s
         self._parts: Reassembler[asyncio.Future[int]] = Reassembler(config.reassembly_timeout_s)
-        self._dedupe = _DedupeWindow(config.dedupe_window_s)
+        self._scope = config.redelivery_scope()
         self._expiry: asyncio.Task[None] | None = None
         self.counters: dict[str, int] = {
             "mo_stored": 0,
@@ -320,6 +279,7 @@ class InboundHandler:
         digest = hashlib.sha256(
             b"\x00".join(
                 (
+                    self._scope.encode(),
                     pdu.source_addr.encode(),
                     pdu.destination_addr.encode(),
                     bytes((pdu.data_coding,)),
@@ -328,7 +288,8 @@ class InboundHandler:
                 )
             )
         ).hexdigest()[:32]
-        return self._dedupe.source_id(digest, self._clock(), int(time.time() * 1000))
+        seen_ms = int(time.time() * 1000)
+        return content_source_id(digest, seen_ms), seen_ms
 
     def _incoming(
         self, pdu: DeliverSm, payload: bytes, notes: tuple[str, ...], parts: tuple[int, ...]
@@ -358,12 +319,9 @@ class InboundHandler:
             circle=self.config.circle or None,
             problem=problem,
             first_seen_ms=first_seen_ms,
+            source_scope=self._scope,
+            repeat_window_s=self.config.dedupe_window_s if first_seen_ms is not None else 0.0,
         )
-
-    def restore_dedupe(self, source_ids: Sequence[str]) -> int:
-        """Seed the content-dedupe window with this bind's source ids stored within the window before
-        a restart (see the module docstring); how many were taken."""
-        return self._dedupe.restore(source_ids, self._clock(), time.time())
 
     async def _store(
         self, pdu: DeliverSm, payload: bytes, *, notes: tuple[str, ...], parts: tuple[int, ...] = ()

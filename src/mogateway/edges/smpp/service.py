@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from mogateway.core.ports import MessageStore, ReceiptStore
+from mogateway.core.ports import ReceiptStore
 from mogateway.edges.smpp.bind import EsmeBind
 from mogateway.edges.smpp.config import SmppSettings
 from mogateway.edges.smpp.inbound import InboundHandler, IntakeLike
@@ -100,23 +99,14 @@ async def start_smpp(
     *,
     intake: IntakeLike,
     receipts: ReceiptStore,
-    store: MessageStore,
     metrics: CollectorRegistry | None = None,
 ) -> SmppService:
-    """Create and start every configured bind. Returns once each bind's dedupe window is restored from
-    the journal (so a redelivery after a restart is recognised), without waiting for any bind to
-    connect: binds connect in the background, and one that cannot keeps retrying without holding up
-    the gateway or the other binds."""
+    """Create and start every configured bind, without waiting for any to connect: binds connect in the
+    background, and one that cannot keeps retrying without holding up the gateway or the other binds."""
     binds: dict[str, EsmeBind] = {}
     handlers: dict[str, InboundHandler] = {}
-    now = time.time()
     for config in settings.binds:
         handler = InboundHandler(config, intake, receipts)
-        if config.dedupe_window_s > 0:
-            known = await store.recent_source_ids(handler.origin, now - config.dedupe_window_s)
-            restored = handler.restore_dedupe(known)
-            if restored:
-                log.info("bind %s: %d recent MOs remembered for deduplication", config.name, restored)
         handlers[config.name] = handler
         binds[config.name] = EsmeBind(config, handler)
     service = SmppService(binds, handlers)

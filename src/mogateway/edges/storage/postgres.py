@@ -27,7 +27,7 @@ import asyncpg
 import orjson
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection
+from mogateway.core.message import Message, Rejection, content_digest, content_repeats
 from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
@@ -51,6 +51,16 @@ ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id = ANY($1::text[])"
+# MOs named by their content: every writer (worker, node) that stores an MO of a number takes that
+# number's lock first, in one order, so the one that reads the number's recent MOs second sees the first
+# one's (core.message.content_repeats). Transaction-scoped: released at commit.
+_LOCK_NUMBERS = """
+SELECT count(pg_advisory_xact_lock(k))
+FROM (SELECT DISTINCT hashtextextended(n, 20261126) AS k FROM unnest($1::text[]) AS n ORDER BY k) AS keys
+"""
+_RECENT_OF_NUMBERS = """
+SELECT id, msisdn, source_id, received_at FROM messages WHERE msisdn = ANY($1::text[]) AND received_at >= $2
+"""
 _INSERT_EVENTS = """
 INSERT INTO events (message_id, at, kind, data)
 SELECT m, a, k, d::jsonb
@@ -93,6 +103,7 @@ class _Job:
     now: float
     future: asyncio.Future[Any]
     owners: Sequence[int] | None = None
+    repeat_since: Sequence[float | None] | None = None
 
     @property
     def size(self) -> int:
@@ -252,17 +263,25 @@ class PostgresJournal:
 
     # ------------------------------------------------------------------ messages
 
-    async def store(self, messages: Sequence[Message], owners: Sequence[int] | None = None) -> list[Stored]:
+    async def store(
+        self,
+        messages: Sequence[Message],
+        owners: Sequence[int] | None = None,
+        repeat_since: Sequence[float | None] | None = None,
+    ) -> list[Stored]:
         if not messages:
             return []
         loop = asyncio.get_running_loop()
-        job = _Job(messages, None, time.time(), loop.create_future(), owners)
+        job = _Job(messages, None, time.time(), loop.create_future(), owners, repeat_since)
         result: list[Stored] = await self._submit(job)
         return result
 
     async def _store_rows(self, conn: Any, jobs: list[_Job], events: _Events) -> dict[int, list[Stored]]:
         flat = [(job, m) for job in jobs for m in job.messages or ()]
         owners = [o for job in jobs for o in (job.owners or [0] * job.size)]
+        since = [s for job in jobs for s in (job.repeat_since or [None] * job.size)]
+        if any(s is not None for s in since):
+            flat = await self._name_repeats(conn, flat, since)
         columns: list[list[Any]] = [[] for _ in schema.INSERT_COLUMNS]
         first_of: dict[str, int] = {}
         for n, (job, m) in enumerate(flat):
@@ -287,6 +306,25 @@ class PostgresJournal:
                 state, rejection = existing[m.id]
                 out[id(job)].append(Stored(m.id, state, True, rejection))
         return out
+
+    @staticmethod
+    async def _name_repeats(
+        conn: Any, flat: list[tuple[_Job, Message]], since: list[float | None]
+    ) -> list[tuple[_Job, Message]]:
+        """``flat`` with each message that repeats an MO known by its content given that MO's id."""
+        batch = [(m, s) for (_job, m), s in zip(flat, since, strict=True)]
+        numbers = sorted({m.msisdn for m, s in batch if s is not None and content_digest(m.source_id)})
+        if not numbers:
+            return flat
+        await conn.fetchval(_LOCK_NUMBERS, numbers)
+        earliest = min(s for s in since if s is not None)
+        earlier = [tuple(row) for row in await conn.fetch(_RECENT_OF_NUMBERS, numbers, earliest)]
+        repeats = content_repeats(batch, earlier)
+        named = list(flat)
+        for n, first_id in repeats.items():
+            job, m = flat[n]
+            named[n] = (job, m.with_changes(id=first_id))
+        return named
 
     async def apply(self, changes: Sequence[Change]) -> list[bool]:
         if not changes:
@@ -440,15 +478,6 @@ class PostgresJournal:
         params.append(limit)
         sql += f" ORDER BY id LIMIT ${len(params)}"
         return [schema.record_from_row(r) for r in await self._require_pool().fetch(sql, *params)]
-
-    async def recent_source_ids(self, origin: str, since: float) -> list[str]:
-        rows = await self._require_pool().fetch(
-            "SELECT source_id FROM messages WHERE received_at>=$1 AND origin=$2 AND source_id IS NOT NULL "
-            "ORDER BY received_at",
-            since,
-            origin,
-        )
-        return [r[0] for r in rows]
 
     async def counts_by_state(self) -> dict[str, int]:
         rows = await self._require_pool().fetch("SELECT state, count(*) FROM messages GROUP BY state")

@@ -188,10 +188,23 @@ class SqliteJournal:
 
     # ------------------------------------------------------------------ messages
 
-    async def store(self, messages: Sequence[Message], owners: Sequence[int] | None = None) -> list[Stored]:
+    async def store(
+        self,
+        messages: Sequence[Message],
+        owners: Sequence[int] | None = None,
+        repeat_since: Sequence[float | None] | None = None,
+    ) -> list[Stored]:
         if not messages:
             return []
-        items = list(zip(messages, owners if owners is not None else [0] * len(messages), strict=True))
+        count = len(messages)
+        items = list(
+            zip(
+                messages,
+                owners if owners is not None else [0] * count,
+                repeat_since if repeat_since is not None else [None] * count,
+                strict=True,
+            )
+        )
         return await self._coalesced(self._stores, items)
 
     async def apply(self, changes: Sequence[Change]) -> list[bool]:
@@ -311,17 +324,6 @@ class SqliteJournal:
 
         def q(conn: sqlite3.Connection) -> list[MessageRecord]:
             return [schema.record_from_row(r) for r in conn.execute(sql, params).fetchall()]
-
-        return await self._read(q)
-
-    async def recent_source_ids(self, origin: str, since: float) -> list[str]:
-        def q(conn: sqlite3.Connection) -> list[str]:
-            rows = conn.execute(
-                "SELECT source_id FROM messages WHERE received_at>=? AND origin=? AND source_id IS NOT NULL "
-                "ORDER BY received_at",
-                (since, origin),
-            ).fetchall()
-            return [r[0] for r in rows]
 
         return await self._read(q)
 

@@ -9,7 +9,10 @@ How they stay cheap (measured; see docs/benchmarks.md):
 * No read before write: a store is ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` (only duplicates,
   which are rare, are read back), and a change is ``UPDATE ... WHERE id = ? AND <allowed states>
   RETURNING id``, the compare-and-set and the new state both taken from ``core.timeline`` through
-  ``storage.schema``.
+  ``storage.schema``. The one read a store makes is for MOs named by their content: the recent MOs of
+  their numbers, one indexed lookup per number (``messages_msisdn``), to find the ones they repeat
+  (``core.message.content_repeats``). It runs in the write transaction, which several workers' writers
+  take in turn, so a redelivery over another worker's bind is recognised too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from mogateway.core.message import Message, Rejection
+from mogateway.core.message import Message, Rejection, content_digest, content_repeats
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage.schema import INSERT_COLUMNS, event_json, message_row, rounds, state_sql
@@ -35,6 +38,10 @@ _INSERT_EVENTS = "INSERT INTO events (message_id, at, kind, data) VALUES {rows}"
 _INSERT_REFS = "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES {rows}"
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id IN ({marks})"
 _OWNERS_OF = "SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})"
+_RECENT_OF_NUMBERS = (
+    "SELECT id, msisdn, source_id, received_at FROM messages INDEXED BY messages_msisdn "
+    "WHERE received_at>=? AND msisdn IN ({marks})"
+)
 
 
 def sized_chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -76,14 +83,17 @@ def _where_in(conn: Any, template: str, keys: Sequence[str], *first: Any) -> lis
 # ------------------------------------------------------------------------------------------ store
 
 
-def store_batch(conn: Any, items: Sequence[tuple[Message, int]]) -> list[Stored]:
-    """Insert the messages (each with the worker that owns it) not stored yet; report the others (and
-    repeats within the batch) as duplicates with the state they have."""
+def store_batch(conn: Any, items: Sequence[tuple[Message, int, float | None]]) -> list[Stored]:
+    """Insert the messages (each with the worker that owns it and, for content ids, the time since
+    which an MO of the same content is this one) not stored yet; report the others (and repeats within
+    the batch) as duplicates with the state they have."""
     now = time.time()
-    messages = [m for m, _ in items]
+    messages = [m for m, _, _ in items]
+    if any(since is not None for _, _, since in items):
+        _name_repeats(conn, items, messages)
     first_of: dict[str, int] = {}
     rows: list[tuple[Any, ...]] = []
-    for n, (m, owner) in enumerate(items):
+    for n, (m, (_, owner, _)) in enumerate(zip(messages, items, strict=True)):
         if m.id not in first_of:
             first_of[m.id] = n
             rows.append(message_row(m, State.QUEUED if m.accepted else State.REJECTED, now, owner))
@@ -105,6 +115,20 @@ def store_batch(conn: Any, items: Sequence[tuple[Message, int]]) -> list[Stored]
             state, rejection = existing[messages[n].id]
             results[n] = Stored(messages[n].id, state, True, rejection)
     return [r for r in results if r is not None]
+
+
+def _name_repeats(
+    conn: Any, items: Sequence[tuple[Message, int, float | None]], messages: list[Message]
+) -> None:
+    """Give each message that repeats an MO known by its content that MO's id (in place)."""
+    batch = [(m, since) for m, _, since in items]
+    wanted = [(m.msisdn, since) for m, since in batch if since is not None and content_digest(m.source_id)]
+    if not wanted:
+        return
+    since = min(s for _, s in wanted)
+    earlier = _where_in(conn, _RECENT_OF_NUMBERS, [msisdn for msisdn, _ in wanted], since)
+    for n, first_id in content_repeats(batch, earlier).items():
+        messages[n] = messages[n].with_changes(id=first_id)
 
 
 # ------------------------------------------------------------------------------------------ apply

@@ -1,0 +1,66 @@
+"""A redelivered MO is the first one whichever bind of its account brought it: intake names SMSC ids in
+the account's scope and hands content ids to the journal with their repeat window (service/intake.py,
+core.message.content_repeats), here with a real SQLite journal."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from mogateway.core.message import Arrival, Message, content_source_id, id_for_source
+from mogateway.core.timeline import State
+from mogateway.edges.numbering_files import sender_resolver
+from mogateway.edges.storage.sqlite import SqliteJournal
+from mogateway.service.intake import Intake
+from mogateway.service.metrics import Metrics
+
+
+class Queue:
+    def __init__(self) -> None:
+        self.put_ids: list[str] = []
+
+    async def put(self, items: Sequence[Message], redelivered: bool = False, *, generation: str = "") -> None:
+        self.put_ids.extend(m.id for m in items)
+
+
+@pytest.fixture
+async def journal(tmp_path: Path) -> AsyncIterator[SqliteJournal]:
+    j = SqliteJournal(tmp_path / "journal.db")
+    await j.open()
+    yield j
+    await j.close()
+
+
+def over(bind: str, text: str, source_id: str, *, window: float = 600.0, ms: int | None = None) -> Arrival:
+    message = Message("", "56767", "919810012345", text, time.time(), f"smpp:{bind}", source_id=source_id)
+    return Arrival(message, first_seen_ms=ms, source_scope="smpp:aggr01@smsc:2775", repeat_window_s=window)
+
+
+async def test_content_redelivered_over_another_bind_is_the_first_mo_and_is_not_queued_again(
+    journal: SqliteJournal,
+) -> None:
+    queue, metrics = Queue(), Metrics()
+    intake = Intake(journal, queue, sender_resolver(), metrics)  # type: ignore[arg-type]
+    now_ms = int(time.time() * 1000)
+    (first,) = await intake.accept([over("b0", "VOTE 1", content_source_id("d1", now_ms), ms=now_ms)])
+    (again,) = await intake.accept([over("b1", "VOTE 1", content_source_id("d1", now_ms + 5), ms=now_ms + 5)])
+    (unwindowed,) = await intake.accept(
+        [over("b1", "VOTE 1", content_source_id("d1", now_ms + 9), window=0, ms=now_ms + 9)]
+    )
+    assert (first.duplicate, again.duplicate, again.id, again.state) == (False, True, first.id, State.QUEUED)
+    assert not unwindowed.duplicate  # no window: content names nothing
+    assert queue.put_ids == [first.id, unwindowed.id]
+    record = await journal.get(first.id)
+    assert record is not None and record.message.origin == "smpp:b0"  # replies go back over its bind
+
+
+async def test_an_smsc_message_id_names_one_mo_over_every_bind_of_the_account(journal: SqliteJournal) -> None:
+    queue = Queue()
+    intake = Intake(journal, queue, sender_resolver(), Metrics())  # type: ignore[arg-type]
+    (first,) = await intake.accept([over("b0", "HI", "s:7001")])
+    (again,) = await intake.accept([over("b1", "HI", "s:7001")])
+    assert first.id == again.id == id_for_source("smpp:aggr01@smsc:2775:s:7001")
+    assert again.duplicate and queue.put_ids == [first.id]
