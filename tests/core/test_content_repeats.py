@@ -6,7 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mogateway.core.message import Message, content_digest, content_repeats, content_source_id
+from mogateway.core.message import (
+    Message,
+    content_digest,
+    content_lookups,
+    content_repeats,
+    content_source_id,
+)
 
 
 def mo(mid: str, digest: str, at: float, msisdn: str = "919812345678") -> Message:
@@ -66,3 +72,21 @@ def test_each_number_and_content_has_one_first_mo_per_window(entries: list[tuple
         else:
             assert n not in repeats
             firsts.setdefault((k, d), []).append((at, f"m{n}"))
+
+
+def test_a_journal_looks_up_each_number_and_content_once_over_the_range_of_its_source_ids() -> None:
+    batch = [
+        (mo("a", "d1", 10.0), 5.0),
+        (mo("b", "d1", 11.0), 4.0),  # same number and content: one lookup, the earliest since
+        (mo("c", "d1", 11.0, msisdn="919812345679"), 5.0),
+        (mo("d", "d2", 11.0), None),  # no window
+        (Message("e", "56767", "919812345678", "HI", 1.0, "http", source_id="op-1"), 5.0),
+    ]
+    lookups = content_lookups(batch)
+    assert lookups == [
+        ("919812345678", "c:d1:", "c:d1;", 4.0),
+        ("919812345679", "c:d1:", "c:d1;", 5.0),
+    ]
+    low, high = lookups[0][1], lookups[0][2]
+    assert low <= content_source_id("d1", 123) < high  # every source id of the content, by bytes
+    assert not low <= content_source_id("d10", 123) < high and not low <= content_source_id("d", 1) < high

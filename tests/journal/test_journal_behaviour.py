@@ -461,6 +461,23 @@ async def test_an_mo_repeating_a_stored_ones_content_within_its_window_is_that_m
     assert await journal.get("again") is None
 
 
+async def test_a_number_sending_many_texts_has_each_one_repeated_by_its_own_redelivery(
+    journal: Journal,
+) -> None:
+    # More contents than a statement's chunk (256), all from one number: each redelivery finds its own.
+    now = time.time()
+    firsts = await journal.store(
+        [content_mo(f"a{n}", f"d{n}", at=now) for n in range(600)], None, [now - 600] * 600
+    )
+    again = await journal.store(
+        [content_mo(f"b{n}", f"d{n}", at=now + 1) for n in reversed(range(601))], None, [now - 599] * 601
+    )
+    assert [r.duplicate for r in firsts] == [False] * 600
+    assert [(r.id, r.duplicate) for r in again] == [("b600", False)] + [
+        (f"a{n}", True) for n in reversed(range(600))
+    ]
+
+
 async def test_concurrent_stores_of_one_content_keep_exactly_one(journal: Journal) -> None:
     # 12 numbers x 5 texts, each delivered 6 times in separate concurrent calls (PostgreSQL runs them
     # in concurrent transactions): one MO per number and text, every repeat answered with its id.

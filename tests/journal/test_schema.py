@@ -24,6 +24,7 @@ CREATE TABLE messages (
     operator TEXT NOT NULL DEFAULT '', circle TEXT NOT NULL DEFAULT '', client_id TEXT, reply_text TEXT
 ) WITHOUT ROWID;
 CREATE INDEX messages_pending ON messages (state) WHERE state IN ('queued', 'dispatching', 'answered');
+CREATE INDEX messages_msisdn ON messages (msisdn, received_at);
 CREATE TABLE events (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL, at REAL NOT NULL,
                      kind TEXT NOT NULL, data TEXT NOT NULL);
 CREATE TABLE reply_refs (ref TEXT PRIMARY KEY, message_id TEXT NOT NULL) WITHOUT ROWID;
@@ -74,6 +75,8 @@ async def test_a_version_1_journal_is_upgraded_in_place_and_reads_as_before(tmp_
         )
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert "messages_pending" not in indexes and "messages_unfinished" in indexes
+        # one index keyed by the number (the content lookup's), not two
+        assert "messages_msisdn" not in indexes and "messages_msisdn_source" in indexes
 
 
 async def test_sqlite_tables_are_the_described_columns(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "Sender",
     "check_shortcode",
     "content_digest",
+    "content_lookups",
     "content_repeats",
     "content_source_id",
     "id_for_source",
@@ -227,6 +228,19 @@ def content_digest(source_id: str | None) -> str | None:
         return None
     digest, sep, seen_ms = source_id[2:].partition(":")
     return digest if digest and sep and seen_ms.isdigit() else None
+
+
+def content_lookups(batch: Sequence[tuple[Message, float | None]]) -> list[tuple[str, str, str, float]]:
+    """What a journal reads for :func:`content_repeats`: for each number and content in ``batch`` (the
+    messages with a content source id and a ``since``), the number, the range of the source ids of that
+    content (from ``low`` included to ``high`` excluded, in byte order) and the earliest ``since``."""
+    wanted: dict[tuple[str, str], float] = {}
+    for message, since in batch:
+        digest = None if since is None else content_digest(message.source_id)
+        if digest is not None and since is not None:
+            key = (message.msisdn, digest)
+            wanted[key] = min(since, wanted.get(key, since))
+    return [(msisdn, f"c:{digest}:", f"c:{digest};", since) for (msisdn, digest), since in wanted.items()]
 
 
 def content_repeats(

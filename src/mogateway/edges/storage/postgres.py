@@ -27,7 +27,7 @@ import asyncpg
 import orjson
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection, content_digest, content_repeats
+from mogateway.core.message import Message, Rejection, content_lookups, content_repeats
 from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
@@ -58,8 +58,12 @@ _LOCK_NUMBERS = """
 SELECT count(pg_advisory_xact_lock(k))
 FROM (SELECT DISTINCT hashtextextended(n, 20261126) AS k FROM unnest($1::text[]) AS n ORDER BY k) AS keys
 """
-_RECENT_OF_NUMBERS = """
-SELECT id, msisdn, source_id, received_at FROM messages WHERE msisdn = ANY($1::text[]) AND received_at >= $2
+_CONTENT_SEEN = """
+SELECT m.id, m.msisdn, m.source_id, m.received_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS k(msisdn, low, high, since)
+JOIN messages AS m ON m.msisdn = k.msisdn
+    AND m.source_id COLLATE "C" >= k.low AND m.source_id COLLATE "C" < k.high
+WHERE m.received_at >= k.since
 """
 _INSERT_EVENTS = """
 INSERT INTO events (message_id, at, kind, data)
@@ -313,15 +317,13 @@ class PostgresJournal:
     ) -> list[tuple[_Job, Message]]:
         """``flat`` with each message that repeats an MO known by its content given that MO's id."""
         batch = [(m, s) for (_job, m), s in zip(flat, since, strict=True)]
-        numbers = sorted({m.msisdn for m, s in batch if s is not None and content_digest(m.source_id)})
-        if not numbers:
+        lookups = content_lookups(batch)
+        if not lookups:
             return flat
-        await conn.fetchval(_LOCK_NUMBERS, numbers)
-        earliest = min(s for s in since if s is not None)
-        earlier = [tuple(row) for row in await conn.fetch(_RECENT_OF_NUMBERS, numbers, earliest)]
-        repeats = content_repeats(batch, earlier)
+        await conn.fetchval(_LOCK_NUMBERS, sorted({msisdn for msisdn, *_ in lookups}))
+        earlier = await conn.fetch(_CONTENT_SEEN, *(list(column) for column in zip(*lookups, strict=True)))
         named = list(flat)
-        for n, first_id in repeats.items():
+        for n, first_id in content_repeats(batch, [tuple(row) for row in earlier]).items():
             job, m = flat[n]
             named[n] = (job, m.with_changes(id=first_id))
         return named

@@ -9,10 +9,11 @@ How they stay cheap (measured; see docs/benchmarks.md):
 * No read before write: a store is ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` (only duplicates,
   which are rare, are read back), and a change is ``UPDATE ... WHERE id = ? AND <allowed states>
   RETURNING id``, the compare-and-set and the new state both taken from ``core.timeline`` through
-  ``storage.schema``. The one read a store makes is for MOs named by their content: the recent MOs of
-  their numbers, one indexed lookup per number (``messages_msisdn``), to find the ones they repeat
-  (``core.message.content_repeats``). It runs in the write transaction, which several workers' writers
-  take in turn, so a redelivery over another worker's bind is recognised too.
+  ``storage.schema``. The one read a store makes is for MOs named by their content: the earlier MOs of
+  the same number and content, one seek per MO in the index ``messages_msisdn_source`` (number,
+  source id; the source ids of one content share the prefix ``c:<digest>:``), to find the ones they
+  repeat (``core.message.content_repeats``). It runs in the write transaction, which several workers'
+  writers take in turn, so a redelivery over another worker's bind is recognised too.
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from mogateway.core.message import Message, Rejection, content_digest, content_repeats
+from mogateway.core.message import Message, Rejection, content_lookups, content_repeats
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
-from mogateway.edges.storage.schema import INSERT_COLUMNS, event_json, message_row, rounds, state_sql
+from mogateway.edges.storage.schema import (
+    INSERT_COLUMNS,
+    event_json,
+    message_row,
+    rounds,
+    state_sql,
+)
 
 __all__ = ["apply_batch", "delivery_batch", "store_batch"]
 
@@ -38,9 +45,11 @@ _INSERT_EVENTS = "INSERT INTO events (message_id, at, kind, data) VALUES {rows}"
 _INSERT_REFS = "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES {rows}"
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id IN ({marks})"
 _OWNERS_OF = "SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})"
-_RECENT_OF_NUMBERS = (
-    "SELECT id, msisdn, source_id, received_at FROM messages INDEXED BY messages_msisdn "
-    "WHERE received_at>=? AND msisdn IN ({marks})"
+_CONTENT_SEEN = (
+    "SELECT m.id, m.msisdn, m.source_id, m.received_at FROM (VALUES {rows}) AS k "
+    "JOIN messages AS m INDEXED BY messages_msisdn_source "
+    "ON m.msisdn=k.column1 AND m.source_id>=k.column2 AND m.source_id<k.column3 "
+    "WHERE m.received_at>=k.column4"
 )
 
 
@@ -122,13 +131,10 @@ def _name_repeats(
 ) -> None:
     """Give each message that repeats an MO known by its content that MO's id (in place)."""
     batch = [(m, since) for m, _, since in items]
-    wanted = [(m.msisdn, since) for m, since in batch if since is not None and content_digest(m.source_id)]
-    if not wanted:
-        return
-    since = min(s for _, s in wanted)
-    earlier = _where_in(conn, _RECENT_OF_NUMBERS, [msisdn for msisdn, _ in wanted], since)
-    for n, first_id in content_repeats(batch, earlier).items():
-        messages[n] = messages[n].with_changes(id=first_id)
+    lookups = content_lookups(batch)
+    if lookups:
+        for n, first_id in content_repeats(batch, _rows(conn, _CONTENT_SEEN, lookups)).items():
+            messages[n] = messages[n].with_changes(id=first_id)
 
 
 # ------------------------------------------------------------------------------------------ apply
