@@ -11,6 +11,8 @@ import concurrent.futures
 import contextlib
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,6 +31,7 @@ from gateway_harness import (
     worker_pids,
 )
 
+from mogateway.cli.supervisor import DIRECTORY_PREFIX, HELD_BY, sweep_worker_directories
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 from mogateway.testing.smsc import SimulatedSmsc
 
@@ -385,3 +388,64 @@ async def test_an_mo_redelivered_over_the_other_bind_of_its_account_is_one_mo(tm
     with contextlib.closing(sqlite3.connect(tmp_path / "journal.db")) as db:
         stored = db.execute("SELECT count(*), count(DISTINCT msisdn) FROM messages").fetchone()
     assert stored == (count, count)
+
+
+# ------------------------------------------------------------------------------------------ directories
+
+
+def test_a_start_removes_the_workers_directories_only_of_supervisors_that_are_gone(tmp_path: Path) -> None:
+    root = tmp_path / "tmp"
+    root.mkdir()
+    gone, alive, unmarked = (root / f"{DIRECTORY_PREFIX}{n}" for n in ("gone", "alive", "old"))
+    for d in (gone, alive, unmarked):
+        d.mkdir()
+        (d / "w0.sock").touch()
+    other = root / "something-else"
+    other.mkdir()
+    (gone / HELD_BY).touch()  # its supervisor died: nobody holds the file
+    (alive / HELD_BY).touch()
+    holder = subprocess.Popen(  # a live supervisor holds its file
+        [sys.executable, "-c", HOLD, str(alive / HELD_BY)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert sweep_worker_directories(str(root)) == 1
+        assert sorted(p.name for p in root.iterdir()) == sorted(p.name for p in (alive, unmarked, other))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sweep_worker_directories(str(root)) == 1  # gone now too
+    assert not alive.exists() and unmarked.exists()
+
+
+HOLD = """
+import fcntl, sys, time
+f = open(sys.argv[1], "r+")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_sigkilled_supervisors_directory_is_removed_by_the_next_start(tmp_path: Path) -> None:
+    root = tmp_path / "tmp"
+    root.mkdir()
+    env = env_for(tmp_path, TMPDIR=str(root))
+
+    def directories() -> list[Path]:
+        return sorted(root.glob(f"{DIRECTORY_PREFIX}*"))
+
+    first = start_serve(tmp_path, env, log_name="first", args=("--workers", "2"))
+    try:
+        (left,) = directories()
+        assert (left / HELD_BY).exists() and (left / "w0.sock").exists()
+    finally:
+        first.kill()  # SIGKILL to the supervisor and its workers: no cleanup runs
+    assert directories() == [left]
+    second = start_serve(tmp_path, env, log_name="second", args=("--workers", "2"))
+    try:
+        (now,) = directories()
+        assert now != left
+    finally:
+        assert second.stop() == 0
+    assert directories() == []

@@ -16,6 +16,11 @@ to the worker the plan names now (the number of workers or a client's cap may ha
 last run). It then starts the workers and waits until each one serves — if one fails while starting,
 it stops the others and exits with that worker's exit code, its reason already said on stderr.
 
+The workers' sockets and their journal lock live in a directory of their own under the system's temporary
+directory, which the supervisor holds an ``flock`` on while it lives: the kernel lets go of it however
+the supervisor ends, so a start removes the directories no live supervisor holds (one SIGKILLed, or
+whose machine lost power), and crashes do not pile them up.
+
 While running it starts a worker again when one exits (after a pause that grows if it keeps failing
 straight away); the restarted worker recovers the MOs it owns. SIGTERM or SIGINT stops every worker
 the ordinary way (they finish what is in flight for a few seconds) and then the supervisor. The
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import select
@@ -44,7 +50,7 @@ from mogateway.config import Settings
 from mogateway.core.clients import RoutingTable
 from mogateway.core.workers import WorkerPlan
 
-__all__ = ["SupervisorError", "listening_socket", "supervise", "worker_count"]
+__all__ = ["SupervisorError", "listening_socket", "supervise", "sweep_worker_directories", "worker_count"]
 
 log = logging.getLogger("mogateway")
 
@@ -54,6 +60,9 @@ START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 #: A worker that ran at least this long before it exited is started again at once.
 STEADY_S = 10.0
+#: The workers' directory: its name's prefix, and the file its supervisor holds locked while it lives.
+DIRECTORY_PREFIX = "mogateway-workers-"
+HELD_BY = "supervisor.lock"
 
 
 class SupervisorError(Exception):
@@ -301,7 +310,10 @@ def supervise(settings: Settings, count: int, argv: Sequence[str]) -> int:
         raise SupervisorError(f"cannot start: {exc}", Exit.FAILED) from None
     if moved:
         log.info("%d of %d unfinished MOs given to another worker (%d workers now)", moved, total, count)
-    directory = tempfile.mkdtemp(prefix="mogateway-workers-")
+    swept = sweep_worker_directories(tempfile.gettempdir())
+    if swept:
+        log.info("removed %d workers' directories left by supervisors that are gone", swept)
+    directory, held = _hold_worker_directory()
     supervisor = _Supervisor(settings, count, argv, directory)
 
     def stop(signum: int, _frame: object) -> None:
@@ -330,6 +342,43 @@ def supervise(settings: Settings, count: int, argv: Sequence[str]) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         shutil.rmtree(directory, ignore_errors=True)
+        os.close(held)
+
+
+def _hold_worker_directory() -> tuple[str, int]:
+    """A new directory for the workers' sockets and lock, and the descriptor of its :data:`HELD_BY`
+    file, locked for as long as this process lives (closing it, or dying, lets go)."""
+    directory = tempfile.mkdtemp(prefix=DIRECTORY_PREFIX)
+    taking = os.path.join(directory, HELD_BY + ".new")
+    fd = os.open(taking, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(taking, os.path.join(directory, HELD_BY))  # seen by a sweep only once locked
+    return directory, fd
+
+
+def sweep_worker_directories(root: str) -> int:
+    """Remove the workers' directories under ``root`` whose supervisor is gone: their :data:`HELD_BY`
+    file can be locked. One without that file is left alone (being created, or made by a mogateway
+    from before the file). How many were removed."""
+    removed = 0
+    candidates: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        candidates = [e.path for e in entries if e.name.startswith(DIRECTORY_PREFIX) and e.is_dir()]
+    for directory in candidates:
+        try:
+            fd = os.open(os.path.join(directory, HELD_BY), os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its supervisor lives
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
 
 
 def die_with_supervisor() -> None:
