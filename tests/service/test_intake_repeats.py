@@ -1,6 +1,6 @@
-"""A redelivered MO is the first one whichever bind of its account brought it: intake names SMSC ids in
-the account's scope and hands content ids to the journal with their repeat window (service/intake.py,
-core.message.content_repeats), here with a real SQLite journal."""
+"""A redelivered MO is the first one whichever bind brought it: intake hands SMPP MOs to the journal
+with their repeat window, and the journal finds the MO from the same number with the same content or
+SMSC id (service/intake.py, core.message.find_repeats), here with a real SQLite journal."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ async def journal(tmp_path: Path) -> AsyncIterator[SqliteJournal]:
 
 def over(bind: str, text: str, source_id: str, *, window: float = 600.0, ms: int | None = None) -> Arrival:
     message = Message("", "56767", "919810012345", text, time.time(), f"smpp:{bind}", source_id=source_id)
-    return Arrival(message, first_seen_ms=ms, source_scope="smpp:aggr01@smsc:2775", repeat_window_s=window)
+    return Arrival(message, first_seen_ms=ms, repeat_window_s=window)
 
 
 async def test_content_redelivered_over_another_bind_is_the_first_mo_and_is_not_queued_again(
@@ -57,10 +57,11 @@ async def test_content_redelivered_over_another_bind_is_the_first_mo_and_is_not_
     assert record is not None and record.message.origin == "smpp:b0"  # replies go back over its bind
 
 
-async def test_an_smsc_message_id_names_one_mo_over_every_bind_of_the_account(journal: SqliteJournal) -> None:
+async def test_an_smsc_message_id_names_one_mo_over_every_bind(journal: SqliteJournal) -> None:
     queue = Queue()
     intake = Intake(journal, queue, sender_resolver(), Metrics())  # type: ignore[arg-type]
     (first,) = await intake.accept([over("b0", "HI", "s:7001")])
     (again,) = await intake.accept([over("b1", "HI", "s:7001")])
-    assert first.id == again.id == id_for_source("smpp:aggr01@smsc:2775:s:7001")
-    assert again.duplicate and queue.put_ids == [first.id]
+    (same_bind,) = await intake.accept([over("b0", "HI", "s:7001", window=0)])
+    assert first.id == again.id == same_bind.id == id_for_source("smpp:b0:s:7001")
+    assert again.duplicate and same_bind.duplicate and queue.put_ids == [first.id]

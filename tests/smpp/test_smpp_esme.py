@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mogateway.core.message import Arrival, Message, Sender, content_digest, content_source_id
+from mogateway.core.message import Arrival, Message, Sender, content_digest, content_source_id, repeat_family
 from mogateway.core.ports import Reply, ReplyError, Stored
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
@@ -22,7 +22,7 @@ from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.edges.smpp.replies import SmppReplyChannel
 from mogateway.smpp.constants import Status, TlvTag
 from mogateway.smpp.pdu import DeliverSm
-from mogateway.smpp.tlv import find_tlv
+from mogateway.smpp.tlv import Tlv, find_tlv
 from mogateway.testing.smsc import SimulatedSmsc
 
 
@@ -33,8 +33,8 @@ def reply_to(mid: str, shortcode: str, msisdn: str, text: str, origin: str, oper
 
 @dataclass
 class RecordingIntake:
-    """Stores MOs in a list, deduplicating like the journal: on (scope, source id), and content ids on
-    (scope, number, digest) when the arrival has a repeat window (at any age); can be made to fail."""
+    """Stores MOs in a list, deduplicating like the journal: on (origin, source id), and with a repeat
+    window on (number, source id family) from any origin (at any age); can be made to fail."""
 
     stored: list[Arrival] = field(default_factory=list)
     arrived: list[Arrival] = field(default_factory=list)  # every arrival, duplicates too
@@ -48,9 +48,10 @@ class RecordingIntake:
         self.arrived.extend(items)
         for arrival in items:
             m = arrival.message
-            digest = content_digest(m.source_id) if arrival.repeat_window_s > 0 else None
-            named = m.source_id if digest is None else f"{m.msisdn}:{digest}"
-            key = (arrival.source_scope or m.origin, named)
+            if arrival.repeat_window_s > 0:
+                key: tuple[str, str | None] = (m.msisdn, repeat_family(m.source_id))
+            else:
+                key = (m.origin, m.source_id)
             duplicate = key in self.seen
             self.seen.add(key)
             if not duplicate:
@@ -135,40 +136,42 @@ async def test_redelivery_is_one_message(rig: Rig) -> None:
     assert len(rig.intake.stored) == 1
 
 
-async def test_an_mo_without_an_smsc_id_is_named_by_its_content_for_its_whole_account(rig: Rig) -> None:
-    # The journal recognises a redelivery by (number, digest) within the window, over any bind of the
-    # account (core.message.content_repeats): so the digest covers the account, not the bind's name,
-    # and the source id is dated by when it was seen (it dates the message id).
+async def test_every_mo_may_repeat_one_from_another_bind_and_is_named_by_content_without_an_smsc_id(
+    rig: Rig,
+) -> None:
+    # The journal recognises a redelivery by (number, SMSC id or content digest) within the window,
+    # over any bind (core.message.find_repeats): so the digest is the same over every bind, and the
+    # source id is dated by when it was seen (it dates the message id).
     await rig.smsc.inject_mo("919810012345", "56767", "dated")
     await asyncio.sleep(0.01)
     await rig.smsc.inject_mo("919810012345", "56767", "dated")
     first, again = rig.intake.arrived
-    assert first.source_scope == again.source_scope == f"smpp:gw@127.0.0.1:{rig.smsc.port}"
-    assert first.repeat_window_s == rig.handler.config.dedupe_window_s == 600
+    assert first.repeat_window_s == again.repeat_window_s == rig.handler.config.dedupe_window_s == 600
     assert content_digest(first.message.source_id) == content_digest(again.message.source_id) is not None
     assert first.message.source_id == content_source_id(
         content_digest(first.message.source_id) or "", first.first_seen_ms or 0
     )
     assert first.first_seen_ms is not None and again.first_seen_ms is not None
     assert again.first_seen_ms > first.first_seen_ms
+    assert len(rig.intake.stored) == 1
 
-    async def arrival_over(cfg: BindConfig) -> Arrival:
+    async def arrival_over(cfg: BindConfig, *tlvs: Tlv) -> Arrival:
         intake = RecordingIntake()
         handler = InboundHandler(cfg, intake, RecordingJournal())
-        pdu = DeliverSm(source_addr="919810012345", destination_addr="56767", short_message=b"dated")
+        pdu = DeliverSm(
+            source_addr="919810012345", destination_addr="56767", short_message=b"dated", tlvs=tlvs
+        )
         assert await handler(pdu) == Status.ESME_ROK
         await handler.close()
         return intake.arrived[0]
 
     cfg = rig.handler.config
-    other_bind = await arrival_over(cfg.model_copy(update={"name": "airtel-dl-2"}))
-    other_account = await arrival_over(cfg.model_copy(update={"system_id": "gw2"}))
-    grouped = await arrival_over(cfg.model_copy(update={"system_id": "gw2", "dedupe_group": "airtel"}))
-    assert other_bind.source_scope == first.source_scope
+    other_bind = await arrival_over(cfg.model_copy(update={"name": "airtel-dl-2", "system_id": "gw2"}))
+    assert other_bind.message.origin == "smpp:airtel-dl-2"
     assert content_digest(other_bind.message.source_id) == content_digest(first.message.source_id)
-    assert other_account.source_scope != first.source_scope
-    assert content_digest(other_account.message.source_id) != content_digest(first.message.source_id)
-    assert grouped.source_scope == "smpp:airtel"
+    smsc_id = Tlv(TlvTag.RECEIPTED_MESSAGE_ID, b"7001\x00")
+    named = await arrival_over(cfg, smsc_id)
+    assert (named.message.source_id, named.first_seen_ms, named.repeat_window_s) == ("s:7001", None, 600)
     no_window = await arrival_over(cfg.model_copy(update={"dedupe_window_s": 0}))
     assert no_window.repeat_window_s == 0
 

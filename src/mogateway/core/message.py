@@ -17,10 +17,11 @@ Rules:
   (SMPP's content ids) gives a time-sortable id too: the journal's keys then grow at one end instead
   of all over (see ``id_for_source``).
 * A source that cannot name its messages (an SMSC that sends no message id with an MO) names them by
-  content: ``c:<digest>:<ms>`` (:func:`content_source_id`). An MO whose content repeats one received
-  from the same number within its ``Arrival.repeat_window_s`` is that MO (a redelivery), whichever
-  bind or worker it came through; the journal decides that inside its write (:func:`content_repeats`),
-  so two writers cannot both take a redelivery for new.
+  content: ``c:<digest>:<ms>`` (:func:`content_source_id`). An MO with an ``Arrival.repeat_window_s``
+  (SMPP) that repeats one received from the same number within that window — the same content, or the
+  same SMSC message id — is that MO (a redelivery), whichever bind or worker it came through; the
+  journal decides that inside its write (:func:`find_repeats`), so two writers cannot both take a
+  redelivery for new.
 * ``received_at`` is unix seconds (a float): when the message reached the gateway, or when the source
   says it was sent.
 * ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
@@ -47,11 +48,12 @@ __all__ = [
     "Sender",
     "check_shortcode",
     "content_digest",
-    "content_lookups",
-    "content_repeats",
     "content_source_id",
+    "find_repeats",
     "id_for_source",
     "message_id",
+    "repeat_family",
+    "repeat_lookups",
 ]
 
 #: What a shortcode is here: 3 to 10 digits, not starting with 0 (the number a person texts).
@@ -182,11 +184,9 @@ class Arrival:
     #: When the source saw this message, in unix milliseconds, if its source id carries that time (content
     #: ids): it dates the message's id (:func:`id_for_source`).
     first_seen_ms: int | None = None
-    #: The namespace of the source id, when it is wider than the origin: the binds of one SMSC account
-    #: share one, so a message redelivered over another bind keeps its id. None: the origin.
-    source_scope: str | None = None
-    #: For a content source id: an MO of the same content from the same number received within this
-    #: many seconds before is this one (0: never; see :func:`content_repeats`).
+    #: An MO of the same source id family (the same content, or the same SMSC message id) from the same
+    #: number received within this many seconds before is this one, from whichever origin it came (0:
+    #: never; see :func:`find_repeats`).
     repeat_window_s: float = 0.0
 
 
@@ -230,41 +230,56 @@ def content_digest(source_id: str | None) -> str | None:
     return digest if digest and sep and seen_ms.isdigit() else None
 
 
-def content_lookups(batch: Sequence[tuple[Message, float | None]]) -> list[tuple[str, str, str, float]]:
-    """What a journal reads for :func:`content_repeats`: for each number and content in ``batch`` (the
-    messages with a content source id and a ``since``), the number, the range of the source ids of that
-    content (from ``low`` included to ``high`` excluded, in byte order) and the earliest ``since``."""
+def repeat_family(source_id: str | None) -> str | None:
+    """What the source id of an MO shares with every delivery of that MO, over any bind: for a content
+    id (:func:`content_source_id`) its ``c:<digest>:`` (each delivery is seen at its own time), for any
+    other source id (an SMSC's message id) the source id itself; None without one."""
+    if source_id is None:
+        return None
+    digest = content_digest(source_id)
+    return source_id if digest is None else f"c:{digest}:"
+
+
+def repeat_lookups(batch: Sequence[tuple[Message, float | None]]) -> list[tuple[str, str, str, float]]:
+    """What a journal reads for :func:`find_repeats`: for each number and family
+    (:func:`repeat_family`) in ``batch`` (the messages with a source id and a ``since``), the number,
+    the range of the source ids of that family (from ``low`` included to ``high`` excluded, in byte
+    order) and the earliest ``since``."""
     wanted: dict[tuple[str, str], float] = {}
     for message, since in batch:
-        digest = None if since is None else content_digest(message.source_id)
-        if digest is not None and since is not None:
-            key = (message.msisdn, digest)
+        family = None if since is None else repeat_family(message.source_id)
+        if family is not None and since is not None:
+            key = (message.msisdn, family)
             wanted[key] = min(since, wanted.get(key, since))
-    return [(msisdn, f"c:{digest}:", f"c:{digest};", since) for (msisdn, digest), since in wanted.items()]
+    return [
+        (msisdn, family, family[:-1] + ";" if family.startswith("c:") else family + "\x01", since)
+        for (msisdn, family), since in wanted.items()
+    ]
 
 
-def content_repeats(
+def find_repeats(
     batch: Sequence[tuple[Message, float | None]], earlier: Iterable[tuple[str, str, str | None, float]]
 ) -> dict[int, str]:
-    """The MOs of ``batch`` that repeat an MO known by the same content: position -> that MO's id.
+    """The MOs of ``batch`` that repeat an earlier MO: position -> that MO's id.
 
     Each batch entry is a message and ``since``: the earliest ``received_at`` an MO it repeats may have
-    (None: it repeats nothing). A message repeats the first MO with the same msisdn and content digest
-    received at or after its ``since``: one stored before, from ``earlier`` (rows of id, msisdn,
-    source id, received_at, in any order), or one before it in the batch. The journal calls this inside
-    the transaction that stores the batch, with the rows of the batch's numbers it holds.
+    (None: it repeats nothing). A message repeats the first MO from the same msisdn whose source id is
+    of the same family (:func:`repeat_family`: the same content, or the same SMSC message id) received
+    at or after its ``since``: one stored before, from ``earlier`` (rows of id, msisdn, source id,
+    received_at, in any order), or one before it in the batch. The journal calls this inside the
+    transaction that stores the batch, with the rows :func:`repeat_lookups` names.
     """
     seen: dict[tuple[str, str], list[tuple[float, str]]] = {}
     for mid, msisdn, source_id, received_at in earlier:
-        digest = content_digest(source_id)
-        if digest is not None:
-            seen.setdefault((msisdn, digest), []).append((received_at, mid))
+        family = repeat_family(source_id)
+        if family is not None:
+            seen.setdefault((msisdn, family), []).append((received_at, mid))
     repeats: dict[int, str] = {}
     for n, (message, since) in enumerate(batch):
-        digest = None if since is None else content_digest(message.source_id)
-        if digest is None or since is None:
+        family = None if since is None else repeat_family(message.source_id)
+        if family is None or since is None:
             continue
-        known = seen.setdefault((message.msisdn, digest), [])
+        known = seen.setdefault((message.msisdn, family), [])
         first = min((entry for entry in known if entry[0] >= since), default=None)
         if first is None:
             known.append((message.received_at, message.id))

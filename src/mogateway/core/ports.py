@@ -119,9 +119,10 @@ class MessageStore(Protocol):
         repeat_since: Sequence[float | None] | None = None,
     ) -> list[Stored]:
         """Store ``messages``; ``owners``, one per message, names the worker process that will dispatch
-        each (``core.workers``; all 0 without workers). ``repeat_since``, one per message, is for content
-        source ids: a message repeating an MO received since then is that MO, reported as a duplicate
-        under its id (``core.message.content_repeats``, decided inside the write; None: never)."""
+        each (``core.workers``; all 0 without workers). ``repeat_since``, one per message: a message that
+        repeats an MO from its number received since then (the same SMSC id or content, from any
+        origin) is that MO, reported as a duplicate under its id (``core.message.find_repeats``, decided
+        inside the write; None: never)."""
         ...
 
     async def apply(self, changes: Sequence[Change]) -> list[bool]: ...

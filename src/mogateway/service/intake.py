@@ -3,9 +3,9 @@
 Every source — the HTTP ingest API, SMPP binds, ``mogateway send`` — comes through :meth:`Intake.accept`
 with :class:`~mogateway.core.message.Arrival` values. It names each message, validates it, derives the
 sender object, stores the batch durably in one journal write, and only then returns, so the caller may
-acknowledge its source. A message the source already sent (same origin, or source scope, and source id;
-or, for content source ids, the same content from the same number within the arrival's repeat window)
-is not stored or dispatched again; its result points to the first one.
+acknowledge its source. A message the source already sent (same origin and source id; or, with the
+arrival's repeat window, an SMPP MO from the same number with the same SMSC id or content over any bind
+within the window) is not stored or dispatched again; its result points to the first one.
 
 With several worker processes (``core.workers``) the worker that dispatches an MO is a pure function of
 its id and route. An MO without a source id gets a fresh id, and the random part of a fresh id is free:
@@ -68,7 +68,7 @@ class Intake:
         m = arrival.message
         if m.source_id:
             source_id: str | None = m.source_id[:MAX_SOURCE_ID]
-            mid = id_for_source(f"{arrival.source_scope or m.origin}:{source_id}", arrival.first_seen_ms)
+            mid = id_for_source(f"{m.origin}:{source_id}", arrival.first_seen_ms)
         else:
             source_id = None
             mid = message_id(int(now * 1000), self._random(10))

@@ -63,12 +63,6 @@ class BindConfig(BaseModel):
     reply_tlvs: dict[str, str] = Field(default_factory=dict, description="hex tag -> value")
     split: Literal["udh", "sar", "payload"] = "udh"
     dedupe_window_s: float = Field(600.0, ge=0, description="same MO content within this is one MO")
-    dedupe_group: str = Field(
-        "",
-        max_length=128,
-        description="binds an SMSC may redeliver one MO over (one account) share it; "
-        "default <system_id>@<host>:<port>",
-    )
     reassembly_timeout_s: float = Field(60.0, gt=0, description="deliver a long MO incomplete after this")
     response_timeout_s: float = Field(10.0, gt=0)
     registered_delivery: int = Field(1, ge=0, le=255)
@@ -129,12 +123,6 @@ class BindConfig(BaseModel):
         if len(set(numbers)) != len(numbers):
             raise ValueError("dlt_pe_tlv, dlt_template_tlv and dlt_chain_tlv must be different tags")
         return self
-
-    def redelivery_scope(self) -> str:
-        """What names this bind's MOs for deduplication: ``smpp:<dedupe_group>``, by default the account
-        (``smpp:<system_id>@<host>:<port>``). An SMSC redelivers an unanswered MO over any bind of the
-        account, so the MO must keep its id over every bind of it."""
-        return f"smpp:{self.dedupe_group or f'{self.system_id}@{self.host}:{self.port}'}"
 
     def dlt_tags(self) -> tuple[int, int, int | None]:
         """The TLV tags of the PE id, the template id and the chain hash (None: not sent)."""

@@ -9,13 +9,14 @@ Rules stated before the code:
 * A part of a long MO is held unanswered until its message is stored, at most ``PART_ACK_HOLD_S``; an
   SMSC that waits for each answer before sending the next part would otherwise stall until the
   reassembly timeout. A part answered that way lives only in memory until its message completes.
-* Redeliveries are one message, over whichever bind of the account (``BindConfig.redelivery_scope``)
-  they come. The source id is the SMSC's receipted_message_id when an MO carries one, and the journal
-  deduplicates on (scope, source id). Otherwise it is a content id, ``c:<hash>:<ms>`` (the hash covers
-  the scope, sender, shortcode, coding, octets and part numbers), and the journal, inside the write
-  that stores it, takes an MO of the same hash from the same number received within the bind's
-  ``dedupe_window_s`` for the same MO (``core.message.content_repeats``): the same text sent again
-  later is a new MO. Nothing of it lives in the bind, so it holds across restarts, binds and workers.
+* Redeliveries are one message, over whichever bind they come. The source id is the SMSC's
+  receipted_message_id when an MO carries one (``s:<id>``); otherwise a content id, ``c:<hash>:<ms>``
+  (the hash covers sender, shortcode, coding, octets and part numbers). The journal deduplicates on
+  (origin, source id), and, inside the write that stores an MO, takes an MO from the same number with
+  the same SMSC id or the same content hash received within the bind's ``dedupe_window_s`` for the
+  same MO (``core.message.find_repeats``): a redelivery over another bind of the account, in another
+  worker, is recognised; the same text sent again later is a new MO. Nothing of it lives in the bind,
+  so it holds across restarts, binds and workers.
 * Receipts (esm_class 0x04) go to ``journal.record_deliveries`` and are always acknowledged unless the
   journal fails; a receipt for an unknown message is acknowledged and counted. Like MOs, the receipts
   of one turn of the event loop are recorded with one call, and answered without a task of their own.
@@ -153,7 +154,6 @@ class InboundHandler:
         self._clock = clock
         self._hold = part_ack_hold_s
         self._parts: Reassembler[asyncio.Future[int]] = Reassembler(config.reassembly_timeout_s)
-        self._scope = config.redelivery_scope()
         self._expiry: asyncio.Task[None] | None = None
         self.counters: dict[str, int] = {
             "mo_stored": 0,
@@ -279,7 +279,6 @@ class InboundHandler:
         digest = hashlib.sha256(
             b"\x00".join(
                 (
-                    self._scope.encode(),
                     pdu.source_addr.encode(),
                     pdu.destination_addr.encode(),
                     bytes((pdu.data_coding,)),
@@ -319,8 +318,7 @@ class InboundHandler:
             circle=self.config.circle or None,
             problem=problem,
             first_seen_ms=first_seen_ms,
-            source_scope=self._scope,
-            repeat_window_s=self.config.dedupe_window_s if first_seen_ms is not None else 0.0,
+            repeat_window_s=self.config.dedupe_window_s,
         )
 
     async def _store(

@@ -27,7 +27,7 @@ import asyncpg
 import orjson
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection, content_lookups, content_repeats
+from mogateway.core.message import Message, Rejection, find_repeats, repeat_lookups
 from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
@@ -51,9 +51,9 @@ ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id = ANY($1::text[])"
-# MOs named by their content: every writer (worker, node) that stores an MO of a number takes that
-# number's lock first, in one order, so the one that reads the number's recent MOs second sees the first
-# one's (core.message.content_repeats). Transaction-scoped: released at commit.
+# MOs that may repeat an earlier one (SMPP): every writer (worker, node) that stores an MO of a number
+# takes that number's lock first, in one order, so the one that reads the number's recent MOs second
+# sees the first one's (core.message.find_repeats). Transaction-scoped: released at commit.
 _LOCK_NUMBERS = """
 SELECT count(pg_advisory_xact_lock(k))
 FROM (SELECT DISTINCT hashtextextended(n, 20261126) AS k FROM unnest($1::text[]) AS n ORDER BY k) AS keys
@@ -317,13 +317,13 @@ class PostgresJournal:
     ) -> list[tuple[_Job, Message]]:
         """``flat`` with each message that repeats an MO known by its content given that MO's id."""
         batch = [(m, s) for (_job, m), s in zip(flat, since, strict=True)]
-        lookups = content_lookups(batch)
+        lookups = repeat_lookups(batch)
         if not lookups:
             return flat
         await conn.fetchval(_LOCK_NUMBERS, sorted({msisdn for msisdn, *_ in lookups}))
         earlier = await conn.fetch(_CONTENT_SEEN, *(list(column) for column in zip(*lookups, strict=True)))
         named = list(flat)
-        for n, first_id in content_repeats(batch, [tuple(row) for row in earlier]).items():
+        for n, first_id in find_repeats(batch, [tuple(row) for row in earlier]).items():
             job, m = flat[n]
             named[n] = (job, m.with_changes(id=first_id))
         return named

@@ -9,11 +9,12 @@ How they stay cheap (measured; see docs/benchmarks.md):
 * No read before write: a store is ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` (only duplicates,
   which are rare, are read back), and a change is ``UPDATE ... WHERE id = ? AND <allowed states>
   RETURNING id``, the compare-and-set and the new state both taken from ``core.timeline`` through
-  ``storage.schema``. The one read a store makes is for MOs named by their content: the earlier MOs of
-  the same number and content, one seek per MO in the index ``messages_msisdn_source`` (number,
-  source id; the source ids of one content share the prefix ``c:<digest>:``), to find the ones they
-  repeat (``core.message.content_repeats``). It runs in the write transaction, which several workers'
-  writers take in turn, so a redelivery over another worker's bind is recognised too.
+  ``storage.schema``. The one read a store makes is for SMPP MOs (those given a repeat window): the
+  earlier MOs of the same number with the same SMSC id or content, one seek per MO in the index
+  ``messages_msisdn_source`` (number, source id; the source ids of one content share the prefix
+  ``c:<digest>:``), to find the ones they repeat (``core.message.find_repeats``). It runs in the write
+  transaction, which several workers' writers take in turn, so a redelivery over another worker's bind
+  is recognised too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from mogateway.core.message import Message, Rejection, content_lookups, content_repeats
+from mogateway.core.message import Message, Rejection, find_repeats, repeat_lookups
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage.schema import (
@@ -93,9 +94,9 @@ def _where_in(conn: Any, template: str, keys: Sequence[str], *first: Any) -> lis
 
 
 def store_batch(conn: Any, items: Sequence[tuple[Message, int, float | None]]) -> list[Stored]:
-    """Insert the messages (each with the worker that owns it and, for content ids, the time since
-    which an MO of the same content is this one) not stored yet; report the others (and repeats within
-    the batch) as duplicates with the state they have."""
+    """Insert the messages (each with the worker that owns it and the time since which an earlier MO
+    of its source id's family is this one, or None) not stored yet; report the others (and repeats
+    within the batch) as duplicates with the state they have."""
     now = time.time()
     messages = [m for m, _, _ in items]
     if any(since is not None for _, _, since in items):
@@ -131,9 +132,9 @@ def _name_repeats(
 ) -> None:
     """Give each message that repeats an MO known by its content that MO's id (in place)."""
     batch = [(m, since) for m, _, since in items]
-    lookups = content_lookups(batch)
+    lookups = repeat_lookups(batch)
     if lookups:
-        for n, first_id in content_repeats(batch, _rows(conn, _CONTENT_SEEN, lookups)).items():
+        for n, first_id in find_repeats(batch, _rows(conn, _CONTENT_SEEN, lookups)).items():
             messages[n] = messages[n].with_changes(id=first_id)
 
 
