@@ -438,7 +438,7 @@ def test_a_sigkilled_supervisors_directory_is_removed_by_the_next_start(tmp_path
     first = start_serve(tmp_path, env, log_name="first", args=("--workers", "2"))
     try:
         (left,) = directories()
-        assert (left / HELD_BY).exists() and (left / "w0.sock").exists()
+        assert (left / HELD_BY).exists()  # (a worker's socket may not be there yet: another one answered)
     finally:
         first.kill()  # SIGKILL to the supervisor and its workers: no cleanup runs
     assert directories() == [left]

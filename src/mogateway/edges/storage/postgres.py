@@ -58,7 +58,7 @@ _LOCK_NUMBERS = """
 SELECT count(pg_advisory_xact_lock(k))
 FROM (SELECT DISTINCT hashtextextended(n, 20261126) AS k FROM unnest($1::text[]) AS n ORDER BY k) AS keys
 """
-_CONTENT_SEEN = """
+_EARLIER_OF_FAMILIES = """
 SELECT m.id, m.msisdn, m.source_id, m.received_at
 FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS k(msisdn, low, high, since)
 JOIN messages AS m ON m.msisdn = k.msisdn
@@ -315,13 +315,15 @@ class PostgresJournal:
     async def _name_repeats(
         conn: Any, flat: list[tuple[_Job, Message]], since: list[float | None]
     ) -> list[tuple[_Job, Message]]:
-        """``flat`` with each message that repeats an MO known by its content given that MO's id."""
+        """``flat`` with each message that repeats an earlier MO (its number, and its SMSC id or content)
+        given that MO's id (``core.message.find_repeats``)."""
         batch = [(m, s) for (_job, m), s in zip(flat, since, strict=True)]
         lookups = repeat_lookups(batch)
         if not lookups:
             return flat
         await conn.fetchval(_LOCK_NUMBERS, sorted({msisdn for msisdn, *_ in lookups}))
-        earlier = await conn.fetch(_CONTENT_SEEN, *(list(column) for column in zip(*lookups, strict=True)))
+        columns = [list(column) for column in zip(*lookups, strict=True)]
+        earlier = await conn.fetch(_EARLIER_OF_FAMILIES, *columns)
         named = list(flat)
         for n, first_id in find_repeats(batch, [tuple(row) for row in earlier]).items():
             job, m = flat[n]

@@ -27,13 +27,7 @@ from typing import Any
 from mogateway.core.message import Message, Rejection, find_repeats, repeat_lookups
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
-from mogateway.edges.storage.schema import (
-    INSERT_COLUMNS,
-    event_json,
-    message_row,
-    rounds,
-    state_sql,
-)
+from mogateway.edges.storage.schema import INSERT_COLUMNS, event_json, message_row, rounds, state_sql
 
 __all__ = ["apply_batch", "delivery_batch", "store_batch"]
 
@@ -46,7 +40,7 @@ _INSERT_EVENTS = "INSERT INTO events (message_id, at, kind, data) VALUES {rows}"
 _INSERT_REFS = "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES {rows}"
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id IN ({marks})"
 _OWNERS_OF = "SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})"
-_CONTENT_SEEN = (
+_EARLIER_OF_FAMILIES = (
     "SELECT m.id, m.msisdn, m.source_id, m.received_at FROM (VALUES {rows}) AS k "
     "JOIN messages AS m INDEXED BY messages_msisdn_source "
     "ON m.msisdn=k.column1 AND m.source_id>=k.column2 AND m.source_id<k.column3 "
@@ -130,11 +124,12 @@ def store_batch(conn: Any, items: Sequence[tuple[Message, int, float | None]]) -
 def _name_repeats(
     conn: Any, items: Sequence[tuple[Message, int, float | None]], messages: list[Message]
 ) -> None:
-    """Give each message that repeats an MO known by its content that MO's id (in place)."""
+    """Give each message that repeats an earlier MO (its number, and its SMSC id or content) that MO's
+    id, in place (``core.message.find_repeats``)."""
     batch = [(m, since) for m, _, since in items]
     lookups = repeat_lookups(batch)
     if lookups:
-        for n, first_id in find_repeats(batch, _rows(conn, _CONTENT_SEEN, lookups)).items():
+        for n, first_id in find_repeats(batch, _rows(conn, _EARLIER_OF_FAMILIES, lookups)).items():
             messages[n] = messages[n].with_changes(id=first_id)
 
 
