@@ -74,6 +74,8 @@ class Node:
     proc: subprocess.Popen[bytes] | None = None
     #: Worker processes of this node (``serve --workers``): each is a node of the cluster itself.
     workers: int = 2
+    #: More ``serve`` options (``--config <file>``).
+    args: Sequence[str] = ()
 
     @property
     def url(self) -> str:
@@ -91,6 +93,7 @@ class Node:
                 str(self.port),
                 "--workers",
                 str(self.workers),
+                *self.args,
             ],
             env=self.env,
             stdout=log,
@@ -145,8 +148,14 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(tmp_path: Path, count: int, nats: dict[str, Any] | None = None) -> Iterator[Cluster]:
-    """``count`` nodes, started and ready; all stopped (and the stream deleted) afterwards."""
+def running_cluster(
+    tmp_path: Path,
+    count: int,
+    nats: dict[str, Any] | None = None,
+    node_args: Sequence[Sequence[str]] = (),
+) -> Iterator[Cluster]:
+    """``count`` nodes, started and ready; all stopped (and the stream deleted) afterwards.
+    ``node_args``: more ``serve`` options for the first nodes, one sequence per node."""
     _check_nats()
     run = secrets.token_hex(4)
     names = {
@@ -179,7 +188,8 @@ def running_cluster(tmp_path: Path, count: int, nats: dict[str, Any] | None = No
         base.update({f"MOGATEWAY_NATS__{k.upper()}": str(v) for k, v in settings.items()})
         for n in range(1, count + 1):
             env = dict(base, MOGATEWAY_NODE_NAME=f"node{n}")
-            cluster.nodes.append(Node(f"node{n}", free_port(), env, tmp_path / f"node{n}.log"))
+            args = tuple(node_args[n - 1]) if n <= len(node_args) else ()
+            cluster.nodes.append(Node(f"node{n}", free_port(), env, tmp_path / f"node{n}.log", args=args))
         try:
             for node in cluster.nodes:
                 node.start()
