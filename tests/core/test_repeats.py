@@ -1,5 +1,5 @@
 """SMPP MOs redelivered, over any bind: which of a batch repeat an MO received before, stored or earlier
-in the batch, by the same content or the same SMSC id (core.message.find_repeats, run by both
+in the batch, by the same content or the same SMSC id (core.repeats.find_repeats, run by both
 journals)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mogateway.core.message import (
-    Message,
+from mogateway.core.message import Message
+from mogateway.core.repeats import (
     content_digest,
     content_source_id,
     find_repeats,

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection, Sender, content_source_id
+from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.ports import Journal, MessageFilter
+from mogateway.core.repeats import content_source_id
 from mogateway.core.timeline import (
     TABLE,
     Change,

@@ -1,6 +1,6 @@
 """A redelivered MO is the first one whichever bind brought it: intake hands SMPP MOs to the journal
 with their repeat window, and the journal finds the MO from the same number with the same content or
-SMSC id (service/intake.py, core.message.find_repeats), here with a real SQLite journal."""
+SMSC id (service/intake.py, core.repeats.find_repeats), here with a real SQLite journal."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mogateway.core.message import Arrival, Message, content_source_id, id_for_source
+from mogateway.core.message import Arrival, Message, id_for_source
+from mogateway.core.repeats import content_source_id
 from mogateway.core.timeline import State
 from mogateway.edges.numbering_files import sender_resolver
 from mogateway.edges.storage.sqlite import SqliteJournal

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from mogateway.core.message import Arrival, Message, Sender, content_digest, content_source_id, repeat_family
+from mogateway.core.message import Arrival, Message, Sender
 from mogateway.core.ports import Reply, ReplyError, Stored
+from mogateway.core.repeats import content_digest, content_source_id, repeat_family
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
 from mogateway.edges.smpp.config import BindConfig, SmppSettings
@@ -140,7 +141,7 @@ async def test_every_mo_may_repeat_one_from_another_bind_and_is_named_by_content
     rig: Rig,
 ) -> None:
     # The journal recognises a redelivery by (number, SMSC id or content digest) within the window,
-    # over any bind (core.message.find_repeats): so the digest is the same over every bind, and the
+    # over any bind (core.repeats.find_repeats): so the digest is the same over every bind, and the
     # source id is dated by when it was seen (it dates the message id).
     await rig.smsc.inject_mo("919810012345", "56767", "dated")
     await asyncio.sleep(0.01)

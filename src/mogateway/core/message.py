@@ -16,12 +16,8 @@ Rules:
   gets a time-sortable random id. A source id that carries the time its source first saw the message
   (SMPP's content ids) gives a time-sortable id too: the journal's keys then grow at one end instead
   of all over (see ``id_for_source``).
-* A source that cannot name its messages (an SMSC that sends no message id with an MO) names them by
-  content: ``c:<digest>:<ms>`` (:func:`content_source_id`). An MO with an ``Arrival.repeat_window_s``
-  (SMPP) that repeats one received from the same number within that window — the same content, or the
-  same SMSC message id — is that MO (a redelivery), whichever bind or worker it came through; the
-  journal decides that inside its write (:func:`find_repeats`), so two writers cannot both take a
-  redelivery for new.
+* An MO with an ``Arrival.repeat_window_s`` (SMPP) that repeats one received from the same number within
+  that window is that MO (a redelivery), whichever bind or worker it came through: ``core.repeats``.
 * ``received_at`` is unix seconds (a float): when the message reached the gateway, or when the source
   says it was sent.
 * ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
@@ -34,7 +30,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,13 +43,8 @@ __all__ = [
     "Rejection",
     "Sender",
     "check_shortcode",
-    "content_digest",
-    "content_source_id",
-    "find_repeats",
     "id_for_source",
     "message_id",
-    "repeat_family",
-    "repeat_lookups",
 ]
 
 #: What a shortcode is here: 3 to 10 digits, not starting with 0 (the number a person texts).
@@ -186,7 +177,7 @@ class Arrival:
     first_seen_ms: int | None = None
     #: An MO of the same source id family (the same content, or the same SMSC message id) from the same
     #: number received within this many seconds before is this one, from whichever origin it came (0:
-    #: never; see :func:`find_repeats`).
+    #: never; see ``core.repeats``).
     repeat_window_s: float = 0.0
 
 
@@ -215,74 +206,3 @@ def id_for_source(source_key: str, first_seen_ms: int | None = None) -> str:
     digest = hashlib.blake2b(source_key.encode("utf-8"), digest_size=10).digest()
     return message_id(first_seen_ms, digest)
 
-
-def content_source_id(digest: str, seen_ms: int) -> str:
-    """The source id of a message known only by its content: ``c:<digest>:<ms>`` (the digest names the
-    content, the unix milliseconds when it was seen date the id)."""
-    return f"c:{digest}:{seen_ms}"
-
-
-def content_digest(source_id: str | None) -> str | None:
-    """The digest of a content source id (:func:`content_source_id`); None for any other source id."""
-    if source_id is None or not source_id.startswith("c:"):
-        return None
-    digest, sep, seen_ms = source_id[2:].partition(":")
-    return digest if digest and sep and seen_ms.isdigit() else None
-
-
-def repeat_family(source_id: str | None) -> str | None:
-    """What the source id of an MO shares with every delivery of that MO, over any bind: for a content
-    id (:func:`content_source_id`) its ``c:<digest>:`` (each delivery is seen at its own time), for any
-    other source id (an SMSC's message id) the source id itself; None without one."""
-    if source_id is None:
-        return None
-    digest = content_digest(source_id)
-    return source_id if digest is None else f"c:{digest}:"
-
-
-def repeat_lookups(batch: Sequence[tuple[Message, float | None]]) -> list[tuple[str, str, str, float]]:
-    """What a journal reads for :func:`find_repeats`: for each number and family
-    (:func:`repeat_family`) in ``batch`` (the messages with a source id and a ``since``), the number,
-    the range of the source ids of that family (from ``low`` included to ``high`` excluded, in byte
-    order) and the earliest ``since``."""
-    wanted: dict[tuple[str, str], float] = {}
-    for message, since in batch:
-        family = None if since is None else repeat_family(message.source_id)
-        if family is not None and since is not None:
-            key = (message.msisdn, family)
-            wanted[key] = min(since, wanted.get(key, since))
-    return [
-        (msisdn, family, family[:-1] + ";" if family.startswith("c:") else family + "\x01", since)
-        for (msisdn, family), since in wanted.items()
-    ]
-
-
-def find_repeats(
-    batch: Sequence[tuple[Message, float | None]], earlier: Iterable[tuple[str, str, str | None, float]]
-) -> dict[int, str]:
-    """The MOs of ``batch`` that repeat an earlier MO: position -> that MO's id.
-
-    Each batch entry is a message and ``since``: the earliest ``received_at`` an MO it repeats may have
-    (None: it repeats nothing). A message repeats the first MO from the same msisdn whose source id is
-    of the same family (:func:`repeat_family`: the same content, or the same SMSC message id) received
-    at or after its ``since``: one stored before, from ``earlier`` (rows of id, msisdn, source id,
-    received_at, in any order), or one before it in the batch. The journal calls this inside the
-    transaction that stores the batch, with the rows :func:`repeat_lookups` names.
-    """
-    seen: dict[tuple[str, str], list[tuple[float, str]]] = {}
-    for mid, msisdn, source_id, received_at in earlier:
-        family = repeat_family(source_id)
-        if family is not None:
-            seen.setdefault((msisdn, family), []).append((received_at, mid))
-    repeats: dict[int, str] = {}
-    for n, (message, since) in enumerate(batch):
-        family = None if since is None else repeat_family(message.source_id)
-        if family is None or since is None:
-            continue
-        known = seen.setdefault((message.msisdn, family), [])
-        first = min((entry for entry in known if entry[0] >= since), default=None)
-        if first is None:
-            known.append((message.received_at, message.id))
-        else:
-            repeats[n] = first[1]
-    return repeats

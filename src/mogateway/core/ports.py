@@ -121,7 +121,7 @@ class MessageStore(Protocol):
         """Store ``messages``; ``owners``, one per message, names the worker process that will dispatch
         each (``core.workers``; all 0 without workers). ``repeat_since``, one per message: a message that
         repeats an MO from its number received since then (the same SMSC id or content, from any
-        origin) is that MO, reported as a duplicate under its id (``core.message.find_repeats``, decided
+        origin) is that MO, reported as a duplicate under its id (``core.repeats.find_repeats``, decided
         inside the write; None: never)."""
         ...
 

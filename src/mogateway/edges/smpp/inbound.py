@@ -14,7 +14,7 @@ Rules stated before the code:
   (the hash covers sender, shortcode, coding, octets and part numbers). The journal deduplicates on
   (origin, source id), and, inside the write that stores an MO, takes an MO from the same number with
   the same SMSC id or the same content hash received within the bind's ``dedupe_window_s`` for the
-  same MO (``core.message.find_repeats``): a redelivery over another bind of the account, in another
+  same MO (``core.repeats.find_repeats``): a redelivery over another bind of the account, in another
   worker, is recognised; the same text sent again later is a new MO. Nothing of it lives in the bind,
   so it holds across restarts, binds and workers.
 * Receipts (esm_class 0x04) go to ``journal.record_deliveries`` and are always acknowledged unless the
@@ -40,10 +40,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from mogateway.core.message import Arrival, Message, Rejection, content_source_id
+from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import Stored
 from mogateway.core.reassembly import Assembled, Reassembler
+from mogateway.core.repeats import content_source_id
 from mogateway.core.text import decode_short_message
 from mogateway.edges.dlt_errors import parse_receipt
 from mogateway.edges.smpp.config import BindConfig

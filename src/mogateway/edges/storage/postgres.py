@@ -27,8 +27,9 @@ import asyncpg
 import orjson
 
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import Message, Rejection, find_repeats, repeat_lookups
+from mogateway.core.message import Message, Rejection
 from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
+from mogateway.core.repeats import find_repeats, repeat_lookups
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
 from mogateway.edges.storage.client_documents import client_document, client_from_document
@@ -53,7 +54,7 @@ RETURNING id
 _EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id = ANY($1::text[])"
 # MOs that may repeat an earlier one (SMPP): every writer (worker, node) that stores an MO of a number
 # takes that number's lock first, in one order, so the one that reads the number's recent MOs second
-# sees the first one's (core.message.find_repeats). Transaction-scoped: released at commit.
+# sees the first one's (core.repeats.find_repeats). Transaction-scoped: released at commit.
 _LOCK_NUMBERS = """
 SELECT count(pg_advisory_xact_lock(k))
 FROM (SELECT DISTINCT hashtextextended(n, 20261126) AS k FROM unnest($1::text[]) AS n ORDER BY k) AS keys
@@ -316,7 +317,7 @@ class PostgresJournal:
         conn: Any, flat: list[tuple[_Job, Message]], since: list[float | None]
     ) -> list[tuple[_Job, Message]]:
         """``flat`` with each message that repeats an earlier MO (its number, and its SMSC id or content)
-        given that MO's id (``core.message.find_repeats``)."""
+        given that MO's id (``core.repeats.find_repeats``)."""
         batch = [(m, s) for (_job, m), s in zip(flat, since, strict=True)]
         lookups = repeat_lookups(batch)
         if not lookups:

@@ -134,7 +134,7 @@ _PRIMARY_KEYS: Final = {
     "stats": "span, at, node, client, kind",
 }
 # messages_msisdn_source: a store looks up the earlier MOs of a number with the same SMSC id or content
-# (the source ids "c:<digest>:*", core.message.repeat_lookups) with one seek; it also serves the search by
+# (the source ids "c:<digest>:*", core.repeats.repeat_lookups) with one seek; it also serves the search by
 # number (which sorts that number's rows by time). It took the place of (msisdn, received_at), so each
 # MO still costs one index entry at a random place, not two (docs/benchmarks.md §0.4).
 _SQLITE_INDEXES: Final = f"""

@@ -12,7 +12,7 @@ How they stay cheap (measured; see docs/benchmarks.md):
   ``storage.schema``. The one read a store makes is for SMPP MOs (those given a repeat window): the
   earlier MOs of the same number with the same SMSC id or content, one seek per MO in the index
   ``messages_msisdn_source`` (number, source id; the source ids of one content share the prefix
-  ``c:<digest>:``), to find the ones they repeat (``core.message.find_repeats``). It runs in the write
+  ``c:<digest>:``), to find the ones they repeat (``core.repeats.find_repeats``). It runs in the write
   transaction, which several workers' writers take in turn, so a redelivery over another worker's bind
   is recognised too.
 """
@@ -24,8 +24,9 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from mogateway.core.message import Message, Rejection, find_repeats, repeat_lookups
+from mogateway.core.message import Message, Rejection
 from mogateway.core.ports import Stored
+from mogateway.core.repeats import find_repeats, repeat_lookups
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage.schema import INSERT_COLUMNS, event_json, message_row, rounds, state_sql
 
@@ -125,7 +126,7 @@ def _name_repeats(
     conn: Any, items: Sequence[tuple[Message, int, float | None]], messages: list[Message]
 ) -> None:
     """Give each message that repeats an earlier MO (its number, and its SMSC id or content) that MO's
-    id, in place (``core.message.find_repeats``)."""
+    id, in place (``core.repeats.find_repeats``)."""
     batch = [(m, since) for m, _, since in items]
     lookups = repeat_lookups(batch)
     if lookups:
