@@ -1,15 +1,20 @@
 """SQLite's journal_sync = stores: a commit that stores an MO is fsynced before its source is answered;
-a commit of outcomes only is not waited for, but rides on the next fsync within MAX_SYNC_LAG_S."""
+a commit of outcomes only is not waited for, but rides on the next fsync within MAX_SYNC_LAG_S. The
+commits run on the event loop and the fsyncs (and the checkpoints) on the syncer thread."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import time
 from pathlib import Path
 
+import pytest
 from test_journal_behaviour import mo, outcome
 
 from mogateway.core.timeline import Change
+from mogateway.edges.storage import sqlite_writer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.storage.sqlite_writer import MAX_SYNC_LAG_S
 
@@ -20,15 +25,16 @@ async def test_stores_are_fsynced_and_outcomes_ride_on_the_next_fsync(tmp_path: 
     try:
         writer = journal._writer
         assert writer is not None
+        before = writer.fsyncs
         await journal.store([mo("a"), mo("b")])
-        assert writer._mode == "FULL"  # an MO stored: its commit waits for the disk
+        assert writer.fsyncs == before + 1  # an MO stored: answered only once its commit is on disk
         await asyncio.sleep(0)
         await journal.apply([Change("a", outcome("blank"))])
-        assert writer._mode == "NORMAL"  # outcomes only, right after an fsync: not waited for
+        assert writer.fsyncs == before + 1  # outcomes only, right after an fsync: not waited for
         await asyncio.sleep(MAX_SYNC_LAG_S * 1.5)
         started = time.monotonic()
         await journal.apply([Change("b", outcome("blank"))])
-        assert writer._mode == "FULL"  # the last fsync is older than the lag: this one syncs everything
+        assert writer.fsyncs == before + 2  # the last fsync is older than the lag: this one syncs all
         assert time.monotonic() - started < 5
     finally:
         await journal.close()
@@ -38,8 +44,60 @@ async def test_full_fsyncs_every_commit(tmp_path: Path) -> None:
     journal = SqliteJournal(tmp_path / "j.db", synchronous="full")
     await journal.open()
     try:
+        writer = journal._writer
+        assert writer is not None
+        before = writer.fsyncs
         await journal.store([mo("a")])
         await journal.apply([Change("a", outcome("blank"))])
-        assert journal._writer is not None and journal._writer._mode == "FULL"
+        assert writer.fsyncs == before + 2
+    finally:
+        await journal.close()
+
+
+async def test_normal_leaves_the_fsyncs_to_sqlite(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db", synchronous="normal")
+    await journal.open()
+    try:
+        await journal.store([mo("a")])
+        await journal.apply([Change("a", outcome("blank"))])
+        assert journal._writer is not None and journal._writer.fsyncs == 0
+    finally:
+        await journal.close()
+
+
+async def test_calls_made_in_one_turn_of_the_loop_share_one_commit(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db", synchronous="full")
+    await journal.open()
+    try:
+        writer = journal._writer
+        assert writer is not None
+        before = writer.fsyncs
+        stored = await asyncio.gather(*(journal.store([mo(f"m{n}")]) for n in range(50)))
+        assert [s.id for (s,) in stored] == [f"m{n}" for n in range(50)]
+        assert writer.fsyncs == before + 1
+    finally:
+        await journal.close()
+
+
+async def test_the_log_is_copied_into_the_database_as_it_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer's connection never checkpoints (its commits run on the event loop); the syncer
+    does, so the write-ahead log is reused instead of growing with everything ever written."""
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_BYTES", 256 * 1024)
+    path = tmp_path / "j.db"
+    journal = SqliteJournal(path, synchronous="stores")
+    await journal.open()
+    try:
+        text = "x" * 1000
+        for batch in range(240):  # about 4 MB of rows, sixteen times the threshold
+            await journal.store([dataclasses.replace(mo(f"b{batch}-{n}"), text=text) for n in range(16)])
+        wal = os.path.getsize(f"{path}-wal")
+        assert wal < 1024 * 1024, wal
+        assert journal._writer is not None and journal._writer._syncer is not None
+        checkpoints = journal._writer._syncer.checkpoints
+        # a commit adds about 100 KB: one checkpoint every few commits, not one after every commit
+        assert 8 <= checkpoints <= 80, checkpoints
+        assert sum((await journal.counts_by_state()).values()) == 240 * 16
     finally:
         await journal.close()

@@ -1,7 +1,8 @@
-"""The embedded journal: SQLite in WAL mode, one writer thread with group commit, readers in threads.
+"""The embedded journal: SQLite in WAL mode, group commits on the event loop, readers in threads.
 
-Writes go through :mod:`~mogateway.edges.storage.sqlite_writer` (one thread, one fsync per group) and the
-store/apply/receipt calls are merged while the writer is busy (:class:`Coalescer`) and written by
+Writes go through :mod:`~mogateway.edges.storage.sqlite_writer` (a group per turn of the event loop,
+fsynced by a thread of its own) and the store/apply/receipt calls of one turn are merged
+(:class:`Coalescer`) and written by
 :mod:`~mogateway.edges.storage.sqlite_batches`. Reads use their own read-only connections in worker threads,
 so an admin listing never waits for the writer. The schema comes from ``storage.schema``.
 
@@ -73,7 +74,7 @@ DROP INDEX IF EXISTS messages_unfinished;
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    """Create or upgrade the schema (run by the writer thread before it takes any job)."""
+    """Create or upgrade the schema (run by the writer, in a thread, before it takes any job)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -140,17 +141,13 @@ class SqliteJournal:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         writer = Writer(self.path, self._sync, _prepare, asyncio.get_running_loop(), self._lock_path)
-        writer.start()
-        await asyncio.to_thread(writer.ready.wait)
-        if writer.error is not None:
-            raise writer.error
+        await writer.open()
         self._writer = writer
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
-            writer.jobs.put(None)
-            await asyncio.to_thread(writer.join)
+            await writer.close()
         with self._readers_lock:
             readers, self._readers = self._readers, []
         for conn in readers:
@@ -163,7 +160,7 @@ class SqliteJournal:
         if self._writer is None:
             raise RuntimeError("journal is not open")
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._writer.jobs.put((fn, fut))
+        self._writer.submit((fn, fut))
         return fut
 
     def _coalesced(self, coalescer: Coalescer, items: Sequence[Any]) -> asyncio.Future[list[Any]]:

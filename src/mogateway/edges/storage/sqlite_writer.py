@@ -1,33 +1,41 @@
-"""The writer of the SQLite journal: one thread owns the write connection and commits in groups.
+"""The writer of the SQLite journal: commits in groups on the event loop, fsyncs on a thread.
 
 Every write is a job: a callable taking the connection, and the future(s) to resolve with its value.
-The thread takes all the jobs waiting for it, runs them in one transaction and commits once — one
-fsync for the whole group — and only then resolves the callers' futures, on their event loop.
+The jobs submitted during one turn of the event loop run at the start of the next, in one transaction,
+on the loop's own thread: a transaction is a few milliseconds of CPU, and a thread of its own would
+spend as long again waiting for the event loop to hand back the GIL after every statement (measured
+in docs/benchmarks.md §0.5). The commit writes the write-ahead log without waiting for the disk
+(``synchronous = NORMAL``); :class:`_Syncer`, a thread, then fsyncs the log once for every commit made
+since its last fsync — one fsync for several groups when the disk is slower than the loop — and only
+then resolves the callers' futures, on their event loop. An fsync of the log makes every commit
+written to it so far durable; a checkpoint that has copied the log into the database file synced that
+file before the log could be started over (SQLite's rule in WAL mode).
 
-Which commits fsync (``synchronous``): ``full``, every one; ``stores`` (the default), every group that
-holds a *durable* job — storing an MO, whose source is acknowledged once the commit returns, and the
-rare settings and client writes — and any group when the last fsync is older than :data:`MAX_SYNC_LAG_S`;
-the other groups (outcomes, replies, receipts) are committed to the write-ahead log without waiting for
-the disk and become durable with the next fsync, which syncs the whole log. Either way every write
+Which groups wait for an fsync (``synchronous``): ``full``, every one; ``stores`` (the default), every
+group that holds a *durable* job — storing an MO, whose source is acknowledged once the commit is on
+disk, and the rare settings and client writes — and any group when the last fsync is older than
+:data:`MAX_SYNC_LAG_S`; the other groups (outcomes, replies, receipts) are resolved without waiting
+for the disk and become durable with the next fsync, which syncs the whole log. Either way every write
 survives a crash of the process (the log is in the operating system's hands at commit); with
 ``stores`` a power loss can lose at most the last :data:`MAX_SYNC_LAG_S` of records of what happened
-to MOs already stored — never an acknowledged MO. ``normal`` leaves every fsync to SQLite's checkpoints.
+to MOs already stored — never an acknowledged MO. ``normal`` leaves every fsync, and the checkpoints,
+to SQLite.
+
+Checkpoints (copying the log into the database so that it can start over) are the syncer's too:
+once the log has grown past :data:`CHECKPOINT_BYTES`, the writer holds its next commits back while
+the syncer copies the whole log, so that the next commit starts the log over.
 
 When several worker processes write one file (``lock_path``), each holds the others off from ``BEGIN``
-to ``COMMIT``, and the fsync is the slowest part of that. So there the commit itself never waits for
-the disk (``synchronous = NORMAL``): the writer releases the lock, then fsyncs the write-ahead log
-itself, and only then resolves the callers' futures. An fsync of the log makes every commit written
-to it so far durable, the other workers' included; a checkpoint that has since copied the log into the
-database file synced that file before the log could be reused (SQLite's rule in WAL mode). The
-guarantee is the one above, and the workers' fsyncs no longer queue behind one another's lock.
+to ``COMMIT`` with an ``flock`` on that file, and the syncer holds it while it checkpoints; the fsyncs
+are outside the lock, so the workers' fsyncs do not queue behind one another's.
 
 Should one job fail, the group is rolled back and each job runs again alone, so one
 bad write cannot spoil the others. That is what lets the gateway acknowledge a source only after its MO
 is on disk while still storing thousands of MOs a second.
 
 :class:`Coalescer` goes one step further for the calls that dominate (store, apply, receipts): calls of
-one kind made while the writer is busy are merged into one job, so a thousand single-message calls cost
-about what one batch of a thousand costs.
+one kind made during one turn of the loop are merged into one job, so a thousand single-message calls
+cost about what one batch of a thousand costs.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ log = logging.getLogger("mogateway.edges.storage.sqlite")
 _MAX_GROUP = 2000
 #: With ``synchronous = stores``, a commit fsyncs when the last fsync is older than this.
 MAX_SYNC_LAG_S = 0.1
+#: The syncer copies the write-ahead log into the database once it has grown past this (SQLite's own
+#: automatic checkpoint: 1,000 pages of 4 KiB).
+CHECKPOINT_BYTES = 4 * 1024 * 1024
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -73,17 +84,21 @@ def connect(path: str) -> sqlite3.Connection:
             time.sleep(0.01)
 
 
-# flock(2) called without releasing the GIL (ctypes.PyDLL): a lock that is free is taken at once, and
-# the writer does not then sit on it while it waits for the event loop to hand the GIL back.
+# flock(2) called without releasing the GIL (ctypes.PyDLL): a lock that is free is taken at once.
 _flock_keeping_gil = ctypes.PyDLL(None).flock
 
 Target = asyncio.Future[Any] | list[asyncio.Future[Any]]
 Job = tuple[Callable[[sqlite3.Connection], Any], Target]
+Results = list[tuple[Target, bool, Any]]
 
 
-class Writer(threading.Thread):
-    """The one thread that writes. A job is a callable taking the connection, and what to resolve
-    with its value: one future, or a list of futures and then the value is a list of the same length."""
+class Writer:
+    """Runs the write jobs on the event loop's own thread, a group per turn of the loop, and hands
+    each commit to :class:`_Syncer`, which fsyncs and resolves the callers' futures (module docstring).
+
+    A job is a callable taking the connection, and what to resolve with its value: one future, or a
+    list of futures and then the value is a list of the same length.
+    """
 
     def __init__(
         self,
@@ -93,59 +108,104 @@ class Writer(threading.Thread):
         loop: asyncio.AbstractEventLoop,
         lock_path: str | None = None,
     ) -> None:
-        super().__init__(name="journal-writer", daemon=True)
         self._path = path
         self._sync = synchronous
-        self._mode = ""  # the synchronous mode the connection is in now
-        self._synced_at = 0.0
         self._schema = schema
         self._loop = loop
         self._lock_path = lock_path
         self._lock_fd = -1
-        self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._pending: list[Job] = []
+        self._scheduled = False
+        self._checkpointing = False  # the syncer is copying the log: no commit until it is done
+        self._synced_at = 0.0
+        self._syncer: _Syncer | None = None
 
-    def run(self) -> None:
+    @property
+    def fsyncs(self) -> int:
+        """How many times the write-ahead log was fsynced so far."""
+        return self._syncer.fsyncs if self._syncer is not None else 0
+
+    async def open(self) -> None:
+        """Connect, take the schema to this version (in a thread: an upgrade may take a while) and start
+        the syncer."""
+        await asyncio.to_thread(self._connect)
+        self._syncer = _Syncer(self._path, self._loop, self._locked, self._checkpoint_done)
+        self._syncer.start()
+
+    def _connect(self) -> None:
+        conn = connect(self._path)
         try:
-            conn = connect(self._path)
-            self._mode = "FULL" if self._sync == "STORES" else self._sync
-            if self._sync_after_unlock:
-                self._mode = "NORMAL"  # the fsync is the writer's own, after the lock (module docstring)
-            conn.execute(f"PRAGMA synchronous={self._mode}")
+            if self._sync != "NORMAL":
+                # A commit writes the log without waiting for the disk, nor does it copy the log into
+                # the database (a checkpoint): the syncer does both, off the event loop.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                # and starts it over from an empty file, so that its size says how much it holds
+                conn.execute("PRAGMA journal_size_limit=0")
             if self._lock_path is not None:
                 self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             with self._locked():
                 self._schema(conn)
-        except BaseException as exc:  # reported to open()
-            self.error = exc
-            self.ready.set()
-            return
-        self.ready.set()
-        stop = False
-        while not stop:
-            first = self.jobs.get()
-            if first is None:
-                break
-            group = [first]
-            while len(group) < _MAX_GROUP:
-                try:
-                    job = self.jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    stop = True
-                    break
-                group.append(job)
-            durable = self._choose_sync(conn, group)
+        except BaseException:
+            conn.close()
+            if self._lock_fd >= 0:
+                os.close(self._lock_fd)
+                self._lock_fd = -1
+            raise
+        self._conn = conn
+
+    async def close(self) -> None:
+        """Let the syncer finish, write what is still pending, and close."""
+        syncer, self._syncer = self._syncer, None
+        if syncer is not None:
+            syncer.jobs.put(None)
+            await asyncio.to_thread(syncer.join)
+        group, self._pending = self._pending, []
+        if group and self._conn is not None:
             with self._locked():
-                results = self._run_group(conn, group)
-            if durable and self._sync_after_unlock:
-                self._sync_log(results)
-            self._loop.call_soon_threadsafe(_resolve_all, results)
-        conn.close()
+                results = self._run_group(self._conn, group)
+            if syncer is not None and self._sync != "NORMAL":
+                syncer.sync_log(results)
+            _resolve_all(results)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def submit(self, job: Job) -> None:
+        """Queue a job; the jobs queued during this turn of the event loop are run as one group at the
+        start of the next."""
+        self._pending.append(job)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run_pending)
+
+    def _run_pending(self) -> None:
+        self._scheduled = False
+        syncer = self._syncer
+        if self._checkpointing or syncer is None:
+            return  # _checkpoint_done (or close) takes the jobs
+        group, self._pending = self._pending, []
+        if not group or self._conn is None:
+            return
+        durable = self._must_sync(group)
+        with self._locked():
+            results = self._run_group(self._conn, group)
+        if self._sync == "NORMAL":
+            _resolve_all(results)
+            return
+        checkpoint = syncer.log_size >= CHECKPOINT_BYTES
+        self._checkpointing = checkpoint
+        syncer.jobs.put((durable, results, checkpoint))
+
+    def _checkpoint_done(self) -> None:
+        self._checkpointing = False
+        if self._pending and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run_pending)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -154,55 +214,23 @@ class Writer(threading.Thread):
             yield
             return
         if _flock_keeping_gil(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB) != 0:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # held by another worker: wait, GIL released
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # held by another worker for one transaction
         try:
             yield
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    @property
-    def _sync_after_unlock(self) -> bool:
-        """Whether this writer fsyncs the log itself, after the workers' lock (module docstring)."""
-        return self._lock_path is not None and self._sync in ("FULL", "STORES")
-
-    def _choose_sync(self, conn: sqlite3.Connection, group: list[Job]) -> bool:
-        """Whether the group must be on disk before its futures are resolved; sets the commit's
-        synchronous mode to match when the commit does its own fsync (see the module docstring)."""
+    def _must_sync(self, group: list[Job]) -> bool:
+        """Whether the group must be on disk before its futures are resolved (module docstring)."""
         if self._sync != "STORES":
             return self._sync == "FULL"
         now = time.monotonic()
-        durable = any(getattr(fn, "durable", True) for fn, _ in group)
-        full = durable or now - self._synced_at >= MAX_SYNC_LAG_S
-        if full:
+        if any(getattr(fn, "durable", True) for fn, _ in group) or now - self._synced_at >= MAX_SYNC_LAG_S:
             self._synced_at = now
-        if self._sync_after_unlock:
-            return full
-        wanted = "FULL" if full else "NORMAL"
-        if wanted != self._mode:
-            conn.execute(f"PRAGMA synchronous={wanted}")
-            self._mode = wanted
-        return full
+            return True
+        return False
 
-    def _sync_log(self, results: list[tuple[Target, bool, Any]]) -> None:
-        """fsync the write-ahead log (or, when a checkpoint has emptied and removed it, the database
-        file); should that fail, the group's callers get the error instead of their values: nothing
-        they wrote may be acknowledged as durable."""
-        try:
-            for path in (self._path + "-wal", self._path):
-                try:
-                    fd = os.open(path, os.O_RDONLY)
-                except FileNotFoundError:
-                    continue
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                return
-        except OSError as exc:
-            log.error("journal fsync failed: %s", exc)
-            results[:] = [(target, False, exc) for target, _, _ in results]
-
-    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> list[tuple[Target, bool, Any]]:
+    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> Results:
         # Fast path: the whole group in one transaction, one commit. Jobs are written not to fail; if
         # one does, the group is rolled back and every job runs again in a transaction of its own, so
         # the failure stays with the job that caused it.
@@ -212,10 +240,8 @@ class Writer(threading.Thread):
             conn.execute("COMMIT")
         except Exception:
             self._rollback(conn)
-            results = [self._run_alone(conn, fn, target) for fn, target in group]
-        else:
-            results = [(target, True, value) for (_, target), value in zip(group, values, strict=True)]
-        return results
+            return [self._run_alone(conn, fn, target) for fn, target in group]
+        return [(target, True, value) for (_, target), value in zip(group, values, strict=True)]
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
@@ -238,6 +264,92 @@ class Writer(threading.Thread):
         return target, True, value
 
 
+class _Syncer(threading.Thread):
+    """fsyncs the write-ahead log once for all the commits made since its last fsync, when one of
+    them must be on disk, then resolves their futures on the event loop, in the order they were
+    committed; and copies the log into the database when the writer asks for it."""
+
+    def __init__(
+        self,
+        path: str,
+        loop: asyncio.AbstractEventLoop,
+        locked: Callable[[], contextlib.AbstractContextManager[None]],
+        checkpoint_done: Callable[[], None],
+    ) -> None:
+        super().__init__(name="journal-syncer", daemon=True)
+        self._path = path
+        self._loop = loop
+        self._locked = locked
+        self._checkpoint_done = checkpoint_done
+        self.jobs: queue.SimpleQueue[tuple[bool, Results, bool] | None] = queue.SimpleQueue()
+        self.fsyncs = 0
+        self.checkpoints = 0
+        self.log_size = 0  # of the write-ahead log, at the last fsync
+        self._checkpointer: sqlite3.Connection | None = None
+
+    def run(self) -> None:
+        stop = False
+        while not stop:
+            first = self.jobs.get()
+            if first is None:
+                break
+            batch = [first]
+            while True:
+                try:
+                    item = self.jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            results = [r for _, group, _ in batch for r in group]
+            if any(durable for durable, _, _ in batch):
+                self.sync_log(results)
+            self._loop.call_soon_threadsafe(_resolve_all, results)
+            if any(checkpoint for _, _, checkpoint in batch):
+                self._checkpoint()
+                self._loop.call_soon_threadsafe(self._checkpoint_done)
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+
+    def _checkpoint(self) -> None:
+        """Copy the whole log into the database file while no worker writes (the writer holds its
+        commits until this is done, and the workers' lock holds the others off), so that the next
+        commit starts the log over instead of making it longer."""
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = connect(self._path)
+            with self._locked():
+                self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.checkpoints += 1
+        except sqlite3.Error as exc:
+            log.warning("journal checkpoint failed: %s", exc)
+        self.log_size = 0
+
+    def sync_log(self, results: Results) -> None:
+        """fsync the write-ahead log (or, when a checkpoint has emptied and removed it, the database
+        file); should that fail, the callers get the error instead of their values: nothing they
+        wrote may be acknowledged as durable."""
+        try:
+            for path in (self._path + "-wal", self._path):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                try:
+                    os.fsync(fd)
+                    if path.endswith("-wal"):
+                        self.log_size = os.fstat(fd).st_size
+                finally:
+                    os.close(fd)
+                self.fsyncs += 1
+                return
+        except OSError as exc:
+            log.error("journal fsync failed: %s", exc)
+            results[:] = [(target, False, exc) for target, _, _ in results]
+
+
 def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
     if fut.done():
         return
@@ -257,9 +369,9 @@ def _resolve_all(results: list[tuple[Target, bool, Any]]) -> None:
 
 
 class Coalescer:
-    """Merges calls of one kind (store, apply) made while the writer was busy into one job.
+    """Merges calls of one kind (store, apply) made before the writer runs its next group into one job.
 
-    The event loop adds calls; the first call of a round puts one job in the writer's queue; when that
+    The event loop adds calls; the first call of a round submits one job to the writer; when that
     job runs it takes every call made so far and executes them as one batch (a few multi-row
     statements), so a thousand single-message calls cost about what one batch of a thousand costs.
     """
@@ -269,20 +381,17 @@ class Coalescer:
     ) -> None:
         self._run_batch = run_batch
         self.durable = durable
-        self._lock = threading.Lock()
         self._calls: list[tuple[Sequence[Any], asyncio.Future[list[Any]]]] = []
 
     def add(self, writer: Writer, items: Sequence[Any], fut: asyncio.Future[list[Any]]) -> None:
-        with self._lock:
-            first = not self._calls
-            self._calls.append((items, fut))
+        first = not self._calls
+        self._calls.append((items, fut))
         if first:
             job = _CoalescedJob(self)
-            writer.jobs.put((job, job.futures))
+            writer.submit((job, job.futures))
 
     def take(self) -> list[tuple[Sequence[Any], asyncio.Future[list[Any]]]]:
-        with self._lock:
-            calls, self._calls = self._calls, []
+        calls, self._calls = self._calls, []
         return calls
 
 
