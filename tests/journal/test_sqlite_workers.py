@@ -4,7 +4,9 @@ group commits take turns, every MO lands once with its owner, and nobody fails o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
+import fcntl
 import os
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mogateway.core.message import Message, Sender
+from mogateway.edges.storage import sqlite_writer
 from mogateway.edges.storage.sqlite import SqliteJournal
 
 _WRITER = textwrap.dedent(
@@ -135,3 +138,59 @@ async def test_with_several_writers_a_failed_fsync_fails_the_store(
     finally:
         monkeypatch.undo()
         await journal.close()
+
+
+async def test_while_another_worker_holds_the_lock_the_event_loop_goes_on(tmp_path: Path) -> None:
+    """The commits run on the event loop, but the wait for the workers' lock does not: a thread waits
+    for it, the loop serves everything else meanwhile, and the store lands once the lock is free."""
+    lock = str(tmp_path / "journal.lock")
+    journal = SqliteJournal(str(tmp_path / "journal.db"), lock_path=lock)
+    await journal.open()
+    other = os.open(lock, os.O_RDWR)  # another worker's open file: its flock excludes this journal's
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        store = asyncio.ensure_future(journal.store([_mo(1)], owners=[0]))
+        ticks = 0
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == 20 and not store.done()  # the loop ran on; the store waits for the lock
+        fcntl.flock(other, fcntl.LOCK_UN)
+        (stored,) = await asyncio.wait_for(store, 10)
+        assert stored.id == "fs-00001" and not stored.duplicate
+        assert (await journal.get("fs-00001")) is not None
+    finally:
+        os.close(other)
+        await journal.close()
+
+
+async def test_two_journals_on_one_file_take_turns_and_checkpoint_between_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers (two open files of the lock, as two workers have) storing at once, in many small
+    commits, with the log copied into the database every few of them: each MO lands once."""
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_BYTES", 64 * 1024)
+    path, lock = str(tmp_path / "journal.db"), str(tmp_path / "journal.lock")
+    journals = [SqliteJournal(path, lock_path=lock) for _ in range(2)]
+    for journal in journals:
+        await journal.open()
+    try:
+
+        async def write(worker: int) -> int:
+            new = 0
+            for n in range(400):
+                shared = _mo(n)  # both writers store the same 400 MOs, one commit each
+                own = dataclasses.replace(shared, id=f"w{worker}-{n:05d}", text="x" * 500)
+                stored = await journals[worker].store([shared, own], owners=[worker, worker])
+                new += sum(1 for s in stored if not s.duplicate)
+            return new
+
+        new = await asyncio.gather(write(0), write(1))
+        assert sum(new) == 400 + 2 * 400
+        assert sum((await journals[0].counts_by_state()).values()) == 1200
+        syncers = [j._writer._syncer for j in journals if j._writer is not None]
+        assert sum(s.checkpoints for s in syncers if s is not None) >= 3
+        assert os.path.getsize(f"{path}-wal") < 1024 * 1024
+    finally:
+        for journal in journals:
+            await journal.close()

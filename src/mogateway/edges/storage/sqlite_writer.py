@@ -87,6 +87,19 @@ def connect(path: str) -> sqlite3.Connection:
 # flock(2) called without releasing the GIL (ctypes.PyDLL): a lock that is free is taken at once.
 _flock_keeping_gil = ctypes.PyDLL(None).flock
 
+@contextlib.contextmanager
+def _holding(lock_fd: int) -> Iterator[None]:
+    """Hold the workers' lock on ``lock_fd``, waiting for it (no-op for ``-1``: one process)."""
+    if lock_fd < 0:
+        yield
+        return
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+
 Target = asyncio.Future[Any] | list[asyncio.Future[Any]]
 Job = tuple[Callable[[sqlite3.Connection], Any], Target]
 Results = list[tuple[Target, bool, Any]]
@@ -118,6 +131,9 @@ class Writer:
         self._pending: list[Job] = []
         self._scheduled = False
         self._checkpointing = False  # the syncer is copying the log: no commit until it is done
+        self._waiting_for_lock = False  # a thread waits for the workers' lock on the loop's behalf
+        self._lock_held = False  # that thread got it: the loop holds it now
+        self._lock_wait: asyncio.Future[None] | None = None
         self._synced_at = 0.0
         self._syncer: _Syncer | None = None
 
@@ -130,7 +146,7 @@ class Writer:
         """Connect, take the schema to this version (in a thread: an upgrade may take a while) and start
         the syncer."""
         await asyncio.to_thread(self._connect)
-        self._syncer = _Syncer(self._path, self._loop, self._locked, self._checkpoint_done)
+        self._syncer = _Syncer(self._path, self._loop, self._lock_path, self._checkpoint_done)
         self._syncer.start()
 
     def _connect(self) -> None:
@@ -145,7 +161,7 @@ class Writer:
                 conn.execute("PRAGMA journal_size_limit=0")
             if self._lock_path is not None:
                 self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-            with self._locked():
+            with _holding(self._lock_fd):
                 self._schema(conn)
         except BaseException:
             conn.close()
@@ -161,9 +177,11 @@ class Writer:
         if syncer is not None:
             syncer.jobs.put(None)
             await asyncio.to_thread(syncer.join)
+        if self._lock_wait is not None and not self._lock_wait.done():
+            await asyncio.wait([self._lock_wait])  # the lock is then released by _lock_taken
         group, self._pending = self._pending, []
         if group and self._conn is not None:
-            with self._locked():
+            with _holding(self._lock_fd):
                 results = self._run_group(self._conn, group)
             if syncer is not None and self._sync != "NORMAL":
                 syncer.sync_log(results)
@@ -186,14 +204,27 @@ class Writer:
     def _run_pending(self) -> None:
         self._scheduled = False
         syncer = self._syncer
-        if self._checkpointing or syncer is None:
-            return  # _checkpoint_done (or close) takes the jobs
-        group, self._pending = self._pending, []
-        if not group or self._conn is None:
+        if self._checkpointing or self._waiting_for_lock:
+            return  # _checkpoint_done or _lock_taken take the jobs
+        if syncer is None or not self._pending or self._conn is None:
+            self._release_lock()  # closing (close takes the jobs), or nothing to write
             return
+        if (
+            self._lock_fd >= 0
+            and not self._lock_held
+            and _flock_keeping_gil(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB) != 0
+        ):
+            # Another worker is writing: a thread waits for the lock, and the loop goes on meanwhile.
+            self._waiting_for_lock = True
+            self._lock_wait = self._loop.run_in_executor(None, fcntl.flock, self._lock_fd, fcntl.LOCK_EX)
+            self._lock_wait.add_done_callback(self._lock_taken)
+            return
+        group, self._pending = self._pending, []
         durable = self._must_sync(group)
-        with self._locked():
+        try:
             results = self._run_group(self._conn, group)
+        finally:
+            self._release_lock()
         if self._sync == "NORMAL":
             _resolve_all(results)
             return
@@ -201,24 +232,28 @@ class Writer:
         self._checkpointing = checkpoint
         syncer.jobs.put((durable, results, checkpoint))
 
+    def _lock_taken(self, waited: asyncio.Future[None]) -> None:
+        """The thread took the workers' lock; the loop holds it now (an flock is the open file's, not
+        a thread's), and writes at once."""
+        self._waiting_for_lock = False
+        error = None if waited.cancelled() else waited.exception()
+        if waited.cancelled() or error is not None:
+            log.error("journal lock failed, trying again: %s", error or "cancelled")
+            self._loop.call_later(0.1, self._run_pending)
+            return
+        self._lock_held = True
+        self._run_pending()
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        self._lock_held = False
+
     def _checkpoint_done(self) -> None:
         self._checkpointing = False
         if self._pending and not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._run_pending)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Hold the other processes' writers off for one transaction (no-op without ``lock_path``)."""
-        if self._lock_fd < 0:
-            yield
-            return
-        if _flock_keeping_gil(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB) != 0:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # held by another worker for one transaction
-        try:
-            yield
-        finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _must_sync(self, group: list[Job]) -> bool:
         """Whether the group must be on disk before its futures are resolved (module docstring)."""
@@ -273,19 +308,20 @@ class _Syncer(threading.Thread):
         self,
         path: str,
         loop: asyncio.AbstractEventLoop,
-        locked: Callable[[], contextlib.AbstractContextManager[None]],
+        lock_path: str | None,
         checkpoint_done: Callable[[], None],
     ) -> None:
         super().__init__(name="journal-syncer", daemon=True)
         self._path = path
         self._loop = loop
-        self._locked = locked
+        self._lock_path = lock_path
         self._checkpoint_done = checkpoint_done
         self.jobs: queue.SimpleQueue[tuple[bool, Results, bool] | None] = queue.SimpleQueue()
         self.fsyncs = 0
         self.checkpoints = 0
         self.log_size = 0  # of the write-ahead log, at the last fsync
         self._checkpointer: sqlite3.Connection | None = None
+        self._lock_fd = -1  # its own open file: an flock excludes other open files, not other threads
 
     def run(self) -> None:
         stop = False
@@ -312,6 +348,8 @@ class _Syncer(threading.Thread):
                 self._loop.call_soon_threadsafe(self._checkpoint_done)
         if self._checkpointer is not None:
             self._checkpointer.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
 
     def _checkpoint(self) -> None:
         """Copy the whole log into the database file while no worker writes (the writer holds its
@@ -320,7 +358,9 @@ class _Syncer(threading.Thread):
         try:
             if self._checkpointer is None:
                 self._checkpointer = connect(self._path)
-            with self._locked():
+                if self._lock_path is not None:
+                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            with _holding(self._lock_fd):
                 self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
         except sqlite3.Error as exc:
