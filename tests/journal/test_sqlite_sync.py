@@ -9,6 +9,7 @@ import dataclasses
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_journal_behaviour import mo, outcome
@@ -100,4 +101,44 @@ async def test_the_log_is_copied_into_the_database_as_it_grows(
         assert 8 <= checkpoints <= 80, checkpoints
         assert sum((await journal.counts_by_state()).values()) == 240 * 16
     finally:
+        await journal.close()
+
+
+async def test_calls_made_while_a_group_is_synced_wait_and_share_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One group at a time is with the syncer: what arrives during its fsync, over many turns of the
+    event loop, is committed as one group afterwards (not one small commit per turn)."""
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        time.sleep(0.2)
+        real_fsync(fd)
+
+    journal = SqliteJournal(tmp_path / "j.db", synchronous="full")
+    await journal.open()
+    try:
+        writer = journal._writer
+        assert writer is not None
+        groups: list[int] = []
+        real_run_group = writer._run_group
+
+        def counting_run_group(conn: Any, group: list[Any]) -> Any:
+            groups.append(len(group))
+            return real_run_group(conn, group)
+
+        monkeypatch.setattr(writer, "_run_group", counting_run_group)
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        first = asyncio.ensure_future(journal.store([mo("first")]))
+        later: list[asyncio.Future[Any]] = []
+        for n in range(20):
+            await asyncio.sleep(0.002)  # a turn of the loop (and more) between calls
+            later.append(asyncio.ensure_future(journal.apply([Change("first", outcome("blank"))])))
+            later.append(asyncio.ensure_future(journal.store([mo(f"later{n}")])))
+        await asyncio.gather(first, *later)
+        # The later calls waited for the first group's fsync, then went as one group of two jobs (the
+        # merged applies and the merged stores), not as a small group per turn of the loop.
+        assert groups == [1, 2]
+    finally:
+        monkeypatch.undo()
         await journal.close()

@@ -1,15 +1,17 @@
 """The writer of the SQLite journal: commits in groups on the event loop, fsyncs on a thread.
 
 Every write is a job: a callable taking the connection, and the future(s) to resolve with its value.
-The jobs submitted during one turn of the event loop run at the start of the next, in one transaction,
-on the loop's own thread: a transaction is a few milliseconds of CPU, and a thread of its own would
+The jobs submitted while the last group is being synced run, when it is done, in one transaction on
+the event loop's own thread: a transaction is a few milliseconds of CPU, and a thread of its own would
 spend as long again waiting for the event loop to hand back the GIL after every statement (measured
 in docs/benchmarks.md §0.5). The commit writes the write-ahead log without waiting for the disk
-(``synchronous = NORMAL``); :class:`_Syncer`, a thread, then fsyncs the log once for every commit made
-since its last fsync — one fsync for several groups when the disk is slower than the loop — and only
-then resolves the callers' futures, on their event loop. An fsync of the log makes every commit
-written to it so far durable; a checkpoint that has copied the log into the database file synced that
-file before the log could be started over (SQLite's rule in WAL mode).
+(``synchronous = NORMAL``); :class:`_Syncer`, a thread, then fsyncs the log and only then resolves the
+callers' futures, on their event loop. One group at a time is with the syncer, so a group holds
+everything that arrived during the last fsync: fewer, larger commits, each writing the pages it
+changes once (committing every turn of the loop rewrote the same pages in many small commits and cost
+more CPU per MO). An fsync of the log makes every commit written to it so far durable; a checkpoint
+that has copied the log into the database file synced that file before the log could be started over
+(SQLite's rule in WAL mode).
 
 Which groups wait for an fsync (``synchronous``): ``full``, every one; ``stores`` (the default), every
 group that holds a *durable* job — storing an MO, whose source is acknowledged once the commit is on
@@ -22,8 +24,8 @@ to MOs already stored — never an acknowledged MO. ``normal`` leaves every fsyn
 to SQLite.
 
 Checkpoints (copying the log into the database so that it can start over) are the syncer's too:
-once the log has grown past :data:`CHECKPOINT_BYTES`, the writer holds its next commits back while
-the syncer copies the whole log, so that the next commit starts the log over.
+once the log has grown past :data:`CHECKPOINT_BYTES`, the syncer copies the whole log after the
+group's fsync, before the writer's next commit, so that the next commit starts the log over.
 
 When several worker processes write one file (``lock_path``), each holds the others off from ``BEGIN``
 to ``COMMIT`` with an ``flock`` on that file, and the syncer holds it while it checkpoints; the fsyncs
@@ -34,8 +36,8 @@ bad write cannot spoil the others. That is what lets the gateway acknowledge a s
 is on disk while still storing thousands of MOs a second.
 
 :class:`Coalescer` goes one step further for the calls that dominate (store, apply, receipts): calls of
-one kind made during one turn of the loop are merged into one job, so a thousand single-message calls
-cost about what one batch of a thousand costs.
+one kind made before the writer's next group are merged into one job, so a thousand single-message
+calls cost about what one batch of a thousand costs.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class Writer:
         self._conn: sqlite3.Connection | None = None
         self._pending: list[Job] = []
         self._scheduled = False
-        self._checkpointing = False  # the syncer is copying the log: no commit until it is done
+        self._syncing = False  # a commit is with the syncer: the next one waits for it (docstring)
         self._waiting_for_lock = False  # a thread waits for the workers' lock on the loop's behalf
         self._lock_held = False  # that thread got it: the loop holds it now
         self._lock_wait: asyncio.Future[None] | None = None
@@ -146,7 +148,7 @@ class Writer:
         """Connect, take the schema to this version (in a thread: an upgrade may take a while) and start
         the syncer."""
         await asyncio.to_thread(self._connect)
-        self._syncer = _Syncer(self._path, self._loop, self._lock_path, self._checkpoint_done)
+        self._syncer = _Syncer(self._path, self._loop, self._lock_path, self._synced)
         self._syncer.start()
 
     def _connect(self) -> None:
@@ -194,8 +196,8 @@ class Writer:
             self._lock_fd = -1
 
     def submit(self, job: Job) -> None:
-        """Queue a job; the jobs queued during this turn of the event loop are run as one group at the
-        start of the next."""
+        """Queue a job: it runs in the next group, at the next turn of the event loop or once the
+        syncer is done with the last group."""
         self._pending.append(job)
         if not self._scheduled:
             self._scheduled = True
@@ -204,8 +206,8 @@ class Writer:
     def _run_pending(self) -> None:
         self._scheduled = False
         syncer = self._syncer
-        if self._checkpointing or self._waiting_for_lock:
-            return  # _checkpoint_done or _lock_taken take the jobs
+        if self._syncing or self._waiting_for_lock:
+            return  # _synced or _lock_taken take the jobs
         if syncer is None or not self._pending or self._conn is None:
             self._release_lock()  # closing (close takes the jobs), or nothing to write
             return
@@ -228,9 +230,8 @@ class Writer:
         if self._sync == "NORMAL":
             _resolve_all(results)
             return
-        checkpoint = syncer.log_size >= CHECKPOINT_BYTES
-        self._checkpointing = checkpoint
-        syncer.jobs.put((durable, results, checkpoint))
+        self._syncing = True
+        syncer.jobs.put((durable, results, syncer.log_size >= CHECKPOINT_BYTES))
 
     def _lock_taken(self, waited: asyncio.Future[None]) -> None:
         """The thread took the workers' lock; the loop holds it now (an flock is the open file's, not
@@ -249,8 +250,9 @@ class Writer:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._lock_held = False
 
-    def _checkpoint_done(self) -> None:
-        self._checkpointing = False
+    def _synced(self) -> None:
+        """The syncer is done with the last commit: the next group may be written."""
+        self._syncing = False
         if self._pending and not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._run_pending)
@@ -300,22 +302,22 @@ class Writer:
 
 
 class _Syncer(threading.Thread):
-    """fsyncs the write-ahead log once for all the commits made since its last fsync, when one of
-    them must be on disk, then resolves their futures on the event loop, in the order they were
-    committed; and copies the log into the database when the writer asks for it."""
+    """For each group the writer commits: fsyncs the write-ahead log when the group must be on disk,
+    resolves the group's futures on the event loop, copies the log into the database when the writer
+    asks for it, and tells the writer it may commit the next group."""
 
     def __init__(
         self,
         path: str,
         loop: asyncio.AbstractEventLoop,
         lock_path: str | None,
-        checkpoint_done: Callable[[], None],
+        synced: Callable[[], None],
     ) -> None:
         super().__init__(name="journal-syncer", daemon=True)
         self._path = path
         self._loop = loop
         self._lock_path = lock_path
-        self._checkpoint_done = checkpoint_done
+        self._synced = synced
         self.jobs: queue.SimpleQueue[tuple[bool, Results, bool] | None] = queue.SimpleQueue()
         self.fsyncs = 0
         self.checkpoints = 0
@@ -324,28 +326,14 @@ class _Syncer(threading.Thread):
         self._lock_fd = -1  # its own open file: an flock excludes other open files, not other threads
 
     def run(self) -> None:
-        stop = False
-        while not stop:
-            first = self.jobs.get()
-            if first is None:
-                break
-            batch = [first]
-            while True:
-                try:
-                    item = self.jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-            results = [r for _, group, _ in batch for r in group]
-            if any(durable for durable, _, _ in batch):
+        while (job := self.jobs.get()) is not None:
+            durable, results, checkpoint = job
+            if durable:
                 self.sync_log(results)
             self._loop.call_soon_threadsafe(_resolve_all, results)
-            if any(checkpoint for _, _, checkpoint in batch):
+            if checkpoint:
                 self._checkpoint()
-                self._loop.call_soon_threadsafe(self._checkpoint_done)
+            self._loop.call_soon_threadsafe(self._synced)
         if self._checkpointer is not None:
             self._checkpointer.close()
         if self._lock_fd >= 0:
