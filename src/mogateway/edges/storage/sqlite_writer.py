@@ -108,8 +108,9 @@ Results = list[tuple[Target, bool, Any]]
 
 
 class Writer:
-    """Runs the write jobs on the event loop's own thread, a group per turn of the loop, and hands
-    each commit to :class:`_Syncer`, which fsyncs and resolves the callers' futures (module docstring).
+    """Runs the write jobs on the event loop's own thread, in groups, and hands each commit to
+    :class:`_Syncer`, which fsyncs and resolves the callers' futures; the next group waits until the
+    syncer is done with the last (module docstring).
 
     A job is a callable taking the connection, and what to resolve with its value: one future, or a
     list of futures and then the value is a list of the same length.
