@@ -29,6 +29,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
 
     from mogateway.api.app import create_app
     from mogateway.api.server import Limits, connection_cap, raise_open_files_limit, server_config
+    from mogateway.cli.heap import settle_heap
     from mogateway.cli.supervisor import listening_socket
     from mogateway.node import Gateway
 
@@ -83,6 +84,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
+    settle_heap()  # what start-up built lives as long as the process: out of the collector's way
     if seat is None:
         logging.getLogger("mogateway").info(
             "mogateway listening on http://%s:%d (journal %s, queue %s)",
