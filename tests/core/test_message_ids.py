@@ -39,3 +39,17 @@ def test_dated_source_ids_sort_in_time_order_among_fresh_ids() -> None:
         for n, ms in enumerate(times)
     ]
     assert sorted(ids) == ids
+
+
+@given(st.binary(min_size=0, max_size=40))
+def test_ids_are_lower_case_base32hex_as_the_standard_library_writes_it(raw: bytes) -> None:
+    # _b32 reads 16 octets ten bits at a time; whatever it is given, it must write what base64 does.
+    from mogateway.core.message import _b32
+
+    assert _b32(raw) == base64.b32hexencode(raw).decode("ascii").rstrip("=").lower()
+
+
+@given(st.integers(min_value=0, max_value=2**48 - 1), st.binary(min_size=10, max_size=10))
+def test_a_fresh_id_is_its_time_and_random_octets_in_base32hex(ms: int, random10: bytes) -> None:
+    raw = ms.to_bytes(6, "big") + random10
+    assert message_id(ms, random10) == base64.b32hexencode(raw).decode("ascii").rstrip("=").lower()

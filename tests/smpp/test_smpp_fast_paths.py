@@ -4,6 +4,8 @@
   shortcut declines still gets the precise error);
 - ``with_sequence`` equals ``dataclasses.replace``;
 - receipt fields found in the lower-cased text equal a case-insensitive search;
+- the GSM-7 codec's table translations equal reading and writing one character at a time, and a
+  reply is sent whole exactly when splitting it would give one part;
 - the session's counted window equals counting the outstanding requests;
 - a bind stores the MOs that arrive together with one intake call, answers each deliver_sm only after
   that call, and answers all of them ESME_RX_T_APPN when it fails;
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from hypothesis import given
@@ -22,6 +24,14 @@ from hypothesis import strategies as st
 
 from mogateway.core.message import Arrival
 from mogateway.core.ports import Stored
+from mogateway.core.text import (
+    GSM7_BASIC,
+    GSM7_EXTENSION,
+    TextEncodeError,
+    gsm7_decode,
+    gsm7_encode,
+    split_text,
+)
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
 from mogateway.edges.smpp.config import BindConfig
@@ -45,6 +55,7 @@ from mogateway.smpp.pdu import (
     with_sequence,
 )
 from mogateway.smpp.receipt import _fields
+from mogateway.smpp.segments import _SIZES, choose_alphabet, plan_reply
 from mogateway.smpp.session import ResponseReceived, ResponseTimedOut, Session
 from mogateway.smpp.tlv import Tlv
 from mogateway.testing.smsc import SimulatedSmsc
@@ -143,6 +154,67 @@ _receipt_words = st.sampled_from(["id:", "ID:", "stat:", "Stat:", "err:", "text:
 @given(st.lists(st.one_of(_receipt_words, st.text(max_size=6)), max_size=12).map("".join))
 def test_receipt_fields_equal_a_case_insensitive_search(text: str) -> None:
     assert _fields(text) == _reference_fields(text)
+
+
+def _reference_gsm7_encode(text: str) -> bytes:
+    out = bytearray()
+    for ch in text:
+        if ch in GSM7_BASIC and ch != "\x1b":
+            out.append(GSM7_BASIC.index(ch))
+        elif ch in GSM7_EXTENSION:
+            out += bytes((0x1B, GSM7_EXTENSION[ch]))
+        else:
+            raise TextEncodeError(f"{ch!r} is not in the GSM-7 alphabet")
+    return bytes(out)
+
+
+def _reference_gsm7_decode(data: bytes) -> str:
+    back = {code: ch for ch, code in GSM7_EXTENSION.items()}
+    out, escaped = [], False
+    for octet in data:
+        code = octet & 0x7F
+        if escaped:
+            escaped = False
+            out.append(back.get(code) or (" " if code == 0x1B else GSM7_BASIC[code]))
+        elif code == 0x1B:
+            escaped = True
+        else:
+            out.append(GSM7_BASIC[code])
+    return "".join(out)
+
+
+_gsm7_and_others = st.text(
+    st.sampled_from([*GSM7_BASIC, *GSM7_EXTENSION, "é", "ü", "अ", "😀", "\x00"]), max_size=60
+)
+
+
+@given(_gsm7_and_others)
+def test_gsm7_encode_equals_one_character_at_a_time(text: str) -> None:
+    def outcome(encode: Callable[[str], bytes]) -> bytes | str:
+        try:
+            return encode(text)
+        except TextEncodeError as exc:
+            return str(exc)
+
+    assert outcome(gsm7_encode) == outcome(_reference_gsm7_encode)
+
+
+@given(st.binary(max_size=60))
+def test_gsm7_decode_equals_one_septet_at_a_time(data: bytes) -> None:
+    assert gsm7_decode(data) == _reference_gsm7_decode(data)
+
+
+@given(
+    st.text(
+        st.sampled_from([*GSM7_BASIC.replace("\x1b", ""), *GSM7_EXTENSION, "é", "अ", "😀"]), max_size=200
+    ),
+    st.sampled_from(["gsm7", "latin1", "ascii"]),
+)
+def test_a_reply_goes_whole_exactly_when_splitting_gives_one_part(text: str, default: str) -> None:
+    alphabet = choose_alphabet(text, default)  # type: ignore[arg-type]
+    one_part = len(split_text(text, alphabet, _SIZES[alphabet][0])) == 1
+    segments = plan_reply(text, default=default, split="udh", reference=7)  # type: ignore[arg-type]
+    assert (len(segments) == 1 and not segments[0].esm_class) == one_part
 
 
 def test_counted_window_equals_outstanding_requests() -> None:

@@ -32,7 +32,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -181,8 +181,19 @@ class Arrival:
     repeat_window_s: float = 0.0
 
 
+#: Every pair of lower-case base32hex digits, indexed by the 10 bits they stand for.
+_B32_DIGITS: Final = "0123456789abcdefghijklmnopqrstuv"
+_B32_PAIRS: Final = tuple(a + b for a in _B32_DIGITS for b in _B32_DIGITS)
+
+
 def _b32(raw: bytes) -> str:
-    return base64.b32hexencode(raw).decode("ascii").rstrip("=").lower()
+    """``raw`` (16 octets) in lower-case base32hex without padding, as ``base64.b32hexencode`` writes it
+    (26 digits; the last one carries two zero bits), ten bits at a time."""
+    if len(raw) != 16:
+        return base64.b32hexencode(raw).decode("ascii").rstrip("=").lower()
+    bits = int.from_bytes(raw, "big") << 2  # 130 bits: 13 pairs of digits
+    pairs = _B32_PAIRS
+    return "".join([pairs[(bits >> shift) & 0x3FF] for shift in range(120, -1, -10)])
 
 
 def message_id(now_ms: int, random10: bytes) -> str:
@@ -205,4 +216,3 @@ def id_for_source(source_key: str, first_seen_ms: int | None = None) -> str:
         return _b32(hashlib.blake2b(source_key.encode("utf-8"), digest_size=16).digest())
     digest = hashlib.blake2b(source_key.encode("utf-8"), digest_size=10).digest()
     return message_id(first_seen_ms, digest)
-

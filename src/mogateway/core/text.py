@@ -150,30 +150,35 @@ class TextEncodeError(ValueError):
 _GSM7_INDEX: Final = {ch: i for i, ch in enumerate(GSM7_BASIC) if ch != "\x1b"}
 _GSM7_EXT_DECODE: Final = {code: ch for ch, code in GSM7_EXTENSION.items()}
 _ESC: Final = 0x1B
+#: str.translate tables of the codec: a character -> the Latin-1 character of its septet (ESC and the
+#: septet for the extension table), and a septet -> its character.
+_GSM7_ENCODE_TABLE: Final = {
+    **{ord(ch): chr(code) for ch, code in _GSM7_INDEX.items()},
+    **{ord(ch): chr(_ESC) + chr(code) for ch, code in GSM7_EXTENSION.items() if ch not in _GSM7_INDEX},
+}
+_GSM7_ENCODABLE: Final = frozenset(_GSM7_INDEX) | frozenset(GSM7_EXTENSION)
+_GSM7_DECODE_TABLE: Final = {code: ch for code, ch in enumerate(GSM7_BASIC)}
+_SEPTET_OF_OCTET: Final = bytes(b & 0x7F for b in range(256))  # the top bit is ignored
 
 
 def gsm7_encode(text: str) -> bytes:
     """Unpacked GSM-7 septets of ``text`` (extension characters as ESC + code)."""
-    out = bytearray()
-    for ch in text:
-        code = _GSM7_INDEX.get(ch)
-        if code is not None:
-            out.append(code)
-            continue
-        ext = GSM7_EXTENSION.get(ch)
-        if ext is None:
-            raise TextEncodeError(f"{ch!r} is not in the GSM-7 alphabet")
-        out += bytes((_ESC, ext))
-    return bytes(out)
+    if not _GSM7_ENCODABLE.issuperset(text):
+        bad = next(ch for ch in text if ch not in _GSM7_ENCODABLE)
+        raise TextEncodeError(f"{bad!r} is not in the GSM-7 alphabet")
+    # One C pass: every character becomes the Latin-1 character of its septet (or ESC + septet).
+    return text.translate(_GSM7_ENCODE_TABLE).encode("latin-1")
 
 
 def gsm7_decode(data: bytes) -> str:
     """Text of unpacked GSM-7 septets. Never fails: the top bit is ignored, an unknown escape shows
     the basic character (as 3GPP 23.038 asks) and a trailing lone ESC is dropped."""
+    septets = data.translate(_SEPTET_OF_OCTET)
+    if b"\x1b" not in septets:  # no escapes (the usual case): a table lookup per septet, in C
+        return septets.decode("latin-1").translate(_GSM7_DECODE_TABLE)
     out: list[str] = []
     escaped = False
-    for byte in data:
-        code = byte & 0x7F
+    for code in septets:
         if escaped:
             escaped = False
             ext = _GSM7_EXT_DECODE.get(code)

@@ -72,15 +72,17 @@ class Receipt:
 def _fields(text: str) -> dict[str, str]:
     """Field name (lower case) -> value, the first of each name, values cut at the next field."""
     lowered = text.lower()
-    if len(lowered) != len(text):  # a character whose lower case is longer: positions would shift
-        spans = [(m.start(), m.end(), m.group(1).lower()) for m in _FIELD.finditer(text)]
-    else:
-        spans = [(m.start(), m.end(), m.group(1)) for m in _FIELD_LOWER.finditer(lowered)]
+    folded = len(lowered) != len(text)  # a character whose lower case is longer: positions would shift
     found: dict[str, str] = {}
-    for index, (_, value_start, name) in enumerate(spans):
-        if name not in found:
-            end = spans[index + 1][0] if index + 1 < len(spans) else len(text)
-            found[name] = text[value_start:end].strip()
+    name, value_start = "", 0
+    for match in _FIELD.finditer(text) if folded else _FIELD_LOWER.finditer(lowered):
+        if name and name not in found:
+            found[name] = text[value_start : match.start()].strip()
+        name, value_start = match.group(1), match.end()
+        if folded:
+            name = name.lower()
+    if name and name not in found:
+        found[name] = text[value_start:].strip()
     return found
 
 

@@ -75,8 +75,10 @@ def plan_reply(text: str, *, default: DefaultAlphabet, split: SplitMethod, refer
     data_coding = _DATA_CODING[alphabet]
     single, per_part = _SIZES[alphabet]
     whole = encode_text(text, alphabet)
-    fits = len(split_text(text, alphabet, single)) == 1
-    if fits:
+    # Its length in the alphabet's units, read off the octets: an unpacked septet (ESC + septet for the
+    # extension table, which counts two) is one octet, a UTF-16 unit two, an octet alphabet's unit one.
+    units = len(whole) // 2 if alphabet == "ucs2" else len(whole)
+    if units <= single:
         return [Segment(data_coding, whole)]
     if split == "payload":
         return [Segment(data_coding, b"", tlvs=(Tlv(TlvTag.MESSAGE_PAYLOAD, whole),))]
