@@ -28,7 +28,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from prometheus_client import generate_latest
 from mogateway import __version__
 from mogateway.config import ConfigError, Settings
 from mogateway.core.clients import ClientRecord
+from mogateway.core.immutable import immutable
 from mogateway.core.message import Message
 from mogateway.core.numbering import NumberingDataError, SenderResolver
 from mogateway.core.ports import Journal, MessageRecord, NodeDirectory, NodeInfo, ReplyChannel, WorkQueue
@@ -211,7 +212,7 @@ class Cluster:
         await self.directory.stop()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WorkerSeat:
     """Which worker process of the gateway this node is (``mogateway.cli.supervisor`` starts them)."""
 

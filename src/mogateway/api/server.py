@@ -39,12 +39,13 @@ import asyncio
 import logging
 import resource
 import time
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import orjson
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from mogateway.core.immutable import immutable
 
 __all__ = ["GuardedHttpProtocol", "Limits", "raise_open_files_limit", "server_config"]
 
@@ -65,7 +66,7 @@ _REASONS = {
 _KINDS = {408: "request-timeout", 431: "header-too-large", 503: "too-many-connections"}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Limits:
     """What one connection may hold and for how long, and how many connections there may be."""
 

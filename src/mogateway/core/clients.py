@@ -9,13 +9,15 @@ keyword) pair, nor both be the default of one shortcode: :func:`conflict` says w
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any
+
+from mogateway.core.immutable import immutable
 
 __all__ = ["ClientRecord", "Route", "RoutingTable", "conflict", "first_word", "routes"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ClientRecord:
     """A client application: where its MOs go and how it wants them. Secrets stay out of its repr."""
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import orjson
 
+from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Sender
 
 __all__ = [
@@ -245,7 +245,7 @@ class OutcomeKind(enum.StrEnum):
     UNROUTABLE = "unroutable"  # no client application for this shortcode/keyword
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Outcome:
     """The judgement of one callback exchange."""
 

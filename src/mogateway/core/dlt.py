@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from mogateway.core.contract import unescape_reply
+from mogateway.core.immutable import immutable
 
 __all__ = [
     "DEFAULT_VAR_MAX",
@@ -125,7 +126,7 @@ def chain_hash(pe_id: str, tm_id: str) -> str:
     return hashlib.sha256(f"{pe_id},{tm_id}".encode("ascii")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DltIds:
     """What a matched reply carries to the operator: the client's PE id and the template's id."""
 
@@ -136,7 +137,7 @@ class DltIds:
 # ------------------------------------------------------------------------------------------ templates
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Template:
     """A registered template, split into its fixed pieces around its variables.
 
@@ -264,7 +265,7 @@ def _matches(
     return bool(starts >> n & 1)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Match:
     """The template a reply matched."""
 
@@ -275,7 +276,7 @@ class Match:
         return self.template.template_id
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Miss:
     """Why a reply does not match one template (for people: simulate, the timeline of a blocked reply)."""
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from mogateway.core.dlt import DltInvalid, Template, check_dlt_id, parse_template
+from mogateway.core.immutable import immutable
 
 __all__ = ["COLUMNS", "CsvRefusal", "CsvTemplates", "DltCsvError", "decode_csv", "read_dlt_csv"]
 
@@ -81,7 +82,7 @@ _HEADER_SEARCH_ROWS: Final = 20
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CsvRefusal:
     """A row that was not imported, and why."""
 

@@ -22,7 +22,7 @@ Rules:
   says it was sent.
 * ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
   ``core.numbering``); ``rejection`` exactly when it was refused.
-* Messages are values: frozen, compared by their fields.
+* Messages are values: immutable (``core.immutable``), compared by their fields.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ import base64
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 
 import orjson
+
+from mogateway.core.immutable import immutable
 
 __all__ = [
     "SHORTCODE_RULE",
@@ -59,7 +61,7 @@ def check_shortcode(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Sender:
     """The ``sender`` object: where the MO came from. ``operator``/``circle`` are "" when unknown."""
 
@@ -80,7 +82,7 @@ class Sender:
         return f"{self.cc}{self.ndc:04d}{self.sn:06d}"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Rejection:
     """Why intake refused a message: the offending field and the reason, as the source is told."""
 
@@ -88,7 +90,7 @@ class Rejection:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Message:
     """One MO (see the module docstring for the rules its fields keep)."""
 
@@ -157,7 +159,7 @@ class Message:
         return cls.from_array(orjson.loads(data))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Arrival:
     """A message as a source handed it over, before intake judged it.
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import orjson
 
 from mogateway.core.dlt import DltIds
+from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Rejection
 from mogateway.core.timeline import Change, Event, State
 
@@ -65,7 +66,7 @@ Clock = Callable[[], float]
 # ------------------------------------------------------------------------------------------ messages
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Stored:
     """What :meth:`MessageStore.store` made of one message."""
 
@@ -75,7 +76,7 @@ class Stored:
     rejection: Rejection | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class MessageRecord:
     """A message with where it stands in the journal: its state, when it was stored and last changed,
     the client it was routed to and the reply its application answered."""
@@ -94,7 +95,7 @@ class MessageRecord:
         return self.message.id
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class MessageFilter:
     """What :meth:`MessageHistory.find` looks for; results come newest first. ``before`` continues a
     listing: (received_at, id) of the last message of the previous page (keyset paging)."""
@@ -244,7 +245,7 @@ class NodeDirectory(Protocol):
 # ------------------------------------------------------------------------------------------ stats
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StatsRow:
     """One figure of the stats table: how many ``kind`` events ``node`` counted for ``client`` ('' for
     the gateway as a whole) during the ``span`` seconds (1 or 60) that start at ``at`` (unix seconds).
@@ -333,7 +334,7 @@ class WorkQueue(Protocol):
 # ------------------------------------------------------------------------------------------ callbacks
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RawAnswer:
     """An application's answer as it came: status, content type, at most the capped body."""
 
@@ -375,7 +376,7 @@ class CallbackTransport(Protocol):
 # ------------------------------------------------------------------------------------------ replies
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Reply:
     """A session reply on its way out: sent from the MO's shortcode to its sender.
 
@@ -391,7 +392,7 @@ class Reply:
         return self.message.id
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ReplySubmitted:
     """What a channel did with a reply: its name, the parts, references for delivery receipts."""
 

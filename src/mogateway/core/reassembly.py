@@ -19,6 +19,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
+from mogateway.core.immutable import immutable
+
 __all__ = ["Assembled", "PartInfo", "Reassembler", "parse_udh", "split_udh"]
 
 T = TypeVar("T")
@@ -27,7 +29,7 @@ _IEI_CONCAT_8: Final = 0x00
 _IEI_CONCAT_16: Final = 0x08
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PartInfo:
     """Where one part sits in its set: reference number, parts in total, this part's number (1-based)."""
 
@@ -72,7 +74,7 @@ def parse_udh(data: bytes) -> tuple[PartInfo | None, bytes]:
     return info, payload
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Assembled(Generic[T]):
     """A joined message. ``items`` are the callers' per-part values (duplicates included), in arrival
     order; ``received`` lists the part numbers present; ``complete`` is False for a timed-out set."""

@@ -13,8 +13,9 @@ are returned as lowercase hex so nothing is lost.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final, Literal
+
+from mogateway.core.immutable import immutable
 
 __all__ = [
     "GSM7_BASIC",
@@ -90,7 +91,7 @@ def _ucs2_units(ch: str) -> int:
     return 2 if ord(ch) > 0xFFFF else 1
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SmsParts:
     """How a text travels as SMS: its alphabet, its length in that alphabet's units, and its parts."""
 
@@ -214,7 +215,7 @@ def encode_text(text: str, alphabet: Alphabet) -> bytes:
         raise TextEncodeError(f"{text[exc.start]!r} is not in {alphabet}") from None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DecodedText:
     """A short message as text. ``binary`` means ``text`` is the lowercase hex of the octets."""
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from mogateway.core.contract import OutcomeKind
+from mogateway.core.immutable import immutable
 
 __all__ = [
     "FINAL_STATES",
@@ -104,7 +105,7 @@ _OUTCOME_STATE: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@immutable(eq=False)
 class Step:
     """What one kind of event does: the states it moves from (and to), and the states in which it is
     recorded without moving. In any other state it is refused. (Steps are the table's own values,
@@ -170,7 +171,7 @@ class IllegalTransition(ValueError):
     """An event that may not follow the message's current state."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Event:
     """One entry of a timeline: what happened, when (unix seconds), and its details."""
 
@@ -179,7 +180,7 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Change:
     """One event to append to one message, and the columns it sets besides the state.
 

@@ -27,9 +27,9 @@ its **owner**, recorded with the MO. The rules:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from mogateway.core.clients import ClientRecord
+from mogateway.core.immutable import immutable
 
 __all__ = ["WorkerPlan", "stable_hash"]
 
@@ -39,7 +39,7 @@ def stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WorkerPlan:
     """The workers of one gateway: how many, and how many binds there are (see the module docstring)."""
 

@@ -28,7 +28,6 @@ import asyncio
 import re
 import ssl
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -37,6 +36,7 @@ import httptools
 
 from mogateway.core.callback_url import UrlRefused, address_allowed, check_url_shape, normalize_callback_url
 from mogateway.core.contract import MAX_RESPONSE_BYTES
+from mogateway.core.immutable import immutable
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFailed, RawAnswer
 from mogateway.edges.urlguard import Resolver, system_resolver
 
@@ -50,7 +50,7 @@ _FRAMING = (b"content-length", b"transfer-encoding")
 _VISIBLE_ASCII = re.compile(rb"[\x21-\x7e]+")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Target:
     tls: bool
     host: str

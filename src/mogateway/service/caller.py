@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from mogateway.core.callback_url import UrlRefused, check_literal_host
 from mogateway.core.contract import Outcome, OutcomeKind, judge_response
+from mogateway.core.immutable import immutable
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, CallbackTransport, ConnectFailed
 from mogateway.service.deadline import deadline
 
@@ -28,7 +29,7 @@ _MAX_BACKOFF_S = 2.0
 _IDENTITY = {"accept-encoding": "identity"}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Attempt:
     """One HTTP attempt: when it started (ms after the exchange began), how long it took, what came back."""
 
@@ -38,7 +39,7 @@ class Attempt:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Exchange:
     outcome: Outcome
     attempts: list[Attempt] = field(default_factory=list)

@@ -21,11 +21,12 @@ Rules stated before the code:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Final
 
 from mogateway.core.clients import ClientRecord
 from mogateway.core.dlt import DEFAULT_VAR_MAX, DltIds, DltInvalid, Template, TemplateSet, parse_template
+from mogateway.core.immutable import immutable
 from mogateway.core.timeline import Change, Event, EventKind
 
 __all__ = ["BLOCKED_REASON", "DltGate", "DltProfile", "StoredTemplate", "Verdict"]
@@ -37,7 +38,7 @@ BLOCKED_REASON: Final = "no DLT template matches"
 _KEY: Final = "dlt"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StoredTemplate:
     """A template as the client's document keeps it: the text as registered (stripped)."""
 
@@ -49,7 +50,7 @@ class StoredTemplate:
         return {"template_id": self.template_id, "text": self.text, "added_at": self.added_at}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DltProfile:
     """A client's DLT settings."""
 
@@ -120,7 +121,7 @@ def compile_templates(
     return TemplateSet(tuple(parsed), var_max)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Verdict:
     """What to do with one reply: send it with ``ids`` (None: without the client's DLT ids), or block it.
 

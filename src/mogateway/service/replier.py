@@ -34,10 +34,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from mogateway.core.clients import ClientRecord
+from mogateway.core.immutable import immutable
 from mogateway.core.message import Message
 from mogateway.core.ports import Clock, MessageRecord, MessageStore, Reply, ReplyChannel, ReplyError
 from mogateway.core.timeline import Change, Event, EventKind, State
@@ -72,7 +72,7 @@ class ReplyRouter:
         return self._by_prefix.get(prefix, self.default)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PlannedReply:
     """A reply about to be handed over (:meth:`Replier.plan`): what the client's DLT rules said, and
     ``intent``, the ``reply_sending`` event to record with the answer when the reply's channel needs an

@@ -17,10 +17,10 @@ Rules stated before the code:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from mogateway.core.dlt import DltIds, chain_hash
+from mogateway.core.immutable import immutable
 from mogateway.smpp.tlv import Tlv
 
 __all__ = ["DltError", "DltErrors", "reply_tlvs"]
@@ -55,7 +55,7 @@ def reply_tlvs(
 # ------------------------------------------------------------------------------------------ errors
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DltError:
     """One row of the table: what an operator's code means, and whether two sources agree on it."""
 

@@ -5,8 +5,9 @@ Rules stated before the code:
 * A PDU is a 16-byte header (command_length, command_id, command_status, sequence_number, big-endian
   unsigned 32-bit; see :mod:`mogateway.smpp.constants`) followed by a body. ``command_length`` counts
   the header too.
-* Every PDU here is a small frozen dataclass; :func:`encode` turns it into bytes and :func:`decode` turns
-  one complete PDU back (:mod:`mogateway.smpp.framer` cuts a stream into complete PDUs).
+* Every PDU here is a small immutable dataclass (``core.immutable``); :func:`encode` turns it into
+  bytes and :func:`decode` turns one complete PDU back (:mod:`mogateway.smpp.framer` cuts a stream into
+  complete PDUs).
 * Optional parameters are kept as raw :class:`~mogateway.smpp.tlv.Tlv` values in the order they arrived
   (:mod:`mogateway.smpp.tlv`).
 * Malformed input raises :class:`PduError` carrying the SMPP status to answer in a generic_nack (or in
@@ -18,9 +19,10 @@ Rules stated before the code:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import ClassVar, Final, TypeAlias
 
+from mogateway.core.immutable import immutable
 from mogateway.smpp.constants import HEADER, HEADER_LENGTH, CommandId, Status
 from mogateway.smpp.tlv import Tlv, decode_tlvs, encode_tlvs, find_tlv
 
@@ -165,7 +167,7 @@ def _cstr(value: str, name: str, max_len: int) -> bytes:
 # -------------------------------------------------------------------------------------------- PDUs
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class Bind:
     """bind_transmitter / bind_receiver / bind_transceiver (which one is ``mode``)."""
 
@@ -219,7 +221,7 @@ class Bind:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class BindResp:
     """The answer to a bind; ``sc_interface_version`` arrives as a TLV."""
 
@@ -245,7 +247,7 @@ class BindResp:
         return cls(mode=mode, system_id=system_id, status=status, tlvs=r.tlvs(), sequence=r.sequence)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class _HeaderOnly:
     """A PDU that is only a header (unbind, enquire_link and their responses, generic_nack)."""
 
@@ -266,42 +268,42 @@ class _HeaderOnly:
         return cls(status=status, sequence=r.sequence)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class Unbind(_HeaderOnly):
     """unbind: either side ends the session."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.UNBIND
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class UnbindResp(_HeaderOnly):
     """unbind_resp."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.UNBIND_RESP
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class EnquireLink(_HeaderOnly):
     """enquire_link: a keepalive either side may send."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.ENQUIRE_LINK
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class EnquireLinkResp(_HeaderOnly):
     """enquire_link_resp."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.ENQUIRE_LINK_RESP
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class GenericNack(_HeaderOnly):
     """generic_nack: the answer to a PDU that could not be understood."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.GENERIC_NACK
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class _ShortMessage:
     """The body shared by submit_sm and deliver_sm (§4.4.1, §4.6.1)."""
 
@@ -462,14 +464,14 @@ class _ShortMessage:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class SubmitSm(_ShortMessage):
     """submit_sm: a message from the ESME to a handset."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.SUBMIT_SM
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class DeliverSm(_ShortMessage):
     """deliver_sm: an MO or a delivery receipt from the SMSC."""
 
@@ -481,7 +483,7 @@ class DeliverSm(_ShortMessage):
         return self.esm_class & 0x3C in (0x04, 0x20)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class _MessageIdResp:
     """submit_sm_resp / deliver_sm_resp: a message id (unused in deliver_sm_resp) and a status."""
 
@@ -506,14 +508,14 @@ class _MessageIdResp:
         return cls(message_id=message_id, status=status, sequence=r.sequence)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class SubmitSmResp(_MessageIdResp):
     """submit_sm_resp: the SMSC's message id for the submitted part."""
 
     COMMAND_ID: ClassVar[CommandId] = CommandId.SUBMIT_SM_RESP
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@immutable(kw_only=True)
 class DeliverSmResp(_MessageIdResp):
     """deliver_sm_resp: the ESME's acknowledgement of a deliver_sm."""
 
@@ -612,8 +614,7 @@ def with_sequence(pdu: Pdu, sequence: int) -> Pdu:
     if names is None:
         names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls) if f.name != "sequence")
     copy = object.__new__(cls)
-    set_field = object.__setattr__  # the classes are frozen
     for name in names:
-        set_field(copy, name, getattr(pdu, name))
-    set_field(copy, "sequence", sequence)
+        setattr(copy, name, getattr(pdu, name))
+    setattr(copy, "sequence", sequence)  # noqa: B010 (the field is read-only to the type checker only)
     return copy

@@ -9,10 +9,10 @@ receipt that is not ``delivered`` is described when the DLT error table passed i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
+from mogateway.core.immutable import immutable
 from mogateway.core.text import decode_short_message
 from mogateway.smpp.constants import TlvTag
 from mogateway.smpp.dlt import DltErrors
@@ -50,7 +50,7 @@ _FIELD: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|text):
 _FIELD_LOWER: Final = re.compile(r"(id|sub|dlvrd|submit date|done date|stat|err|text):")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Receipt:
     """What a receipt says. ``outcome`` is None for intermediate states (ENROUTE, ACCEPTD);
     ``dlt_meaning`` is what ``err`` means as a DLT code, when known and the message was not delivered."""

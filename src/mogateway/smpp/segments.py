@@ -14,9 +14,9 @@ Rules stated before the code:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal
 
+from mogateway.core.immutable import immutable
 from mogateway.core.reassembly import PartInfo, parse_udh
 from mogateway.core.text import (
     Alphabet,
@@ -45,7 +45,7 @@ _SIZES: Final[dict[str, tuple[int, int]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Segment:
     """What one submit_sm of a reply carries (the rest of the PDU comes from the link)."""
 

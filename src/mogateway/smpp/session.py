@@ -22,6 +22,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
+from mogateway.core.immutable import immutable
 from mogateway.smpp.constants import Status
 from mogateway.smpp.pdu import (
     Bind,
@@ -140,14 +141,14 @@ class WindowFull(SessionError):
 # ----------------------------------------------------------------------------------------- events
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Send:
     """Write this PDU to the peer."""
 
     pdu: Pdu
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Bound:
     """The bind succeeded."""
 
@@ -155,21 +156,21 @@ class Bound:
     system_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BindRefused:
     """The SMSC refused the bind with ``status`` (the session is closed)."""
 
     status: int
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RequestReceived:
     """The peer sent a request the caller must answer with :meth:`Session.respond`."""
 
     pdu: DeliverSm
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ResponseReceived:
     """The answer to a request we sent (a generic_nack when the peer could not read it)."""
 
@@ -181,21 +182,21 @@ class ResponseReceived:
         return self.response.status
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ResponseTimedOut:
     """No answer to ``request`` within the response timeout (it left the window)."""
 
     request: Pdu
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Ignored:
     """Something received that had no effect (late response, garbled PDU we answered)."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Closed:
     """The session is over; close the connection."""
 

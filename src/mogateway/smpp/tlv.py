@@ -14,9 +14,9 @@ Rules stated before the code:
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
 
+from mogateway.core.immutable import immutable
 from mogateway.smpp.constants import TlvTag
 
 __all__ = ["Tlv", "decode_tlvs", "encode_tlvs", "find_tlv"]
@@ -63,7 +63,7 @@ _TLV_INT_SIZES: Final[dict[int, int]] = {
 _TLV_CSTRINGS: Final = frozenset({TlvTag.ADDITIONAL_STATUS_INFO_TEXT, TlvTag.RECEIPTED_MESSAGE_ID})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Tlv:
     """One optional parameter: a 16-bit tag and its raw value, kept exactly as received."""
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
+
+from mogateway.core.immutable import immutable
 
 __all__ = [
     "CIRCLES",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Circle:
     """One of the 22 licensed service areas: a stable ``id``, the common ``code``, a display name."""
 

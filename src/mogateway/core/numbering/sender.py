@@ -16,10 +16,10 @@ Rules stated before the code:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final, Protocol, TypeAlias
 
 from mogateway.core.contract import Sender
+from mogateway.core.immutable import immutable
 from mogateway.core.numbering.msisdn import NumberRejected, normalize_msisdn, split_msisdn
 from mogateway.core.numbering.names import DEFUNCT_OPERATORS, normalize_circle, normalize_operator
 
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class OperatorCircle:
     """What one source knows about a number; "" for a field it does not know."""
 

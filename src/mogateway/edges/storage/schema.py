@@ -21,12 +21,12 @@ rejection), so storing an MO costs one row; each later event adds one row to ``e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
 import orjson
 
+from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.ports import MessageRecord
 from mogateway.core.timeline import UNFINISHED_STATES, Event, EventKind, State, Step
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Column:
     name: str
     sqlite: str
@@ -262,7 +262,7 @@ def event_json(event: Event) -> str:
 # ------------------------------------------------------------------------------------------ states
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StateSql:
     """A step of the timeline table as SQL: ``allowed`` is a condition on the current state (the
     compare-and-set), ``after`` the expression of the state it leaves."""

@@ -9,9 +9,10 @@ live traffic). A transaction-level advisory lock makes concurrent ``migrate`` ru
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+from mogateway.core.immutable import immutable
 
 __all__ = ["LATEST", "MIGRATIONS", "Migration", "SchemaBehind", "applied_version", "check", "migrate"]
 
@@ -28,7 +29,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Migration:
     """One versioned SQL file."""
 
