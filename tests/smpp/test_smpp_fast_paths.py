@@ -36,7 +36,7 @@ from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
 from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.inbound import InboundHandler
-from mogateway.smpp.constants import HEADER_LENGTH, Status
+from mogateway.smpp.constants import HEADER_LENGTH, Status, TlvTag
 from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import (
     Bind,
@@ -54,7 +54,7 @@ from mogateway.smpp.pdu import (
     encode,
     with_sequence,
 )
-from mogateway.smpp.receipt import _fields
+from mogateway.smpp.receipt import _OUTCOMES, _STATE_WORDS, _field, _fields, parse_receipt
 from mogateway.smpp.segments import _SIZES, choose_alphabet, plan_reply
 from mogateway.smpp.session import ResponseReceived, ResponseTimedOut, Session
 from mogateway.smpp.tlv import Tlv
@@ -154,6 +154,50 @@ _receipt_words = st.sampled_from(["id:", "ID:", "stat:", "Stat:", "err:", "text:
 @given(st.lists(st.one_of(_receipt_words, st.text(max_size=6)), max_size=12).map("".join))
 def test_receipt_fields_equal_a_case_insensitive_search(text: str) -> None:
     assert _fields(text) == _reference_fields(text)
+
+
+@given(st.lists(st.one_of(_receipt_words, st.text(max_size=6)), max_size=12).map("".join))
+def test_one_receipt_field_equals_reading_them_all(text: str) -> None:
+    for name in ("id", "stat", "err"):
+        assert _field(text, name) == _fields(text).get(name, "")
+
+
+def _reference_receipt(pdu: DeliverSm) -> tuple[str, str, str, str | None] | None:
+    """(id, stat, err, outcome) as parse_receipt read them from all the fields at once."""
+    fields = _fields(pdu.short_message.decode("latin-1"))
+    id_tlv, state_tlv = pdu.tlv(TlvTag.RECEIPTED_MESSAGE_ID), pdu.tlv(TlvTag.MESSAGE_STATE)
+    message_id = id_tlv.as_str() if id_tlv is not None else fields.get("id", "")
+    if not message_id:
+        return None
+    stat = fields.get("stat", "").upper()
+    if state_tlv is not None and len(state_tlv.value) == 1:
+        stat = _STATE_WORDS.get(state_tlv.as_int(), stat or "UNKNOWN")
+    return message_id, stat, fields.get("err", ""), _OUTCOMES.get(stat)
+
+
+_state_tlvs = st.one_of(
+    st.none(),
+    st.integers(0, 9).map(lambda n: Tlv(TlvTag.MESSAGE_STATE, bytes((n,)))),
+    st.just(Tlv(TlvTag.MESSAGE_STATE, b"\x02\x02")),  # not one octet: the text decides
+)
+
+
+_id_tlvs = st.one_of(
+    st.none(), st.sampled_from(["", "ab12"]).map(lambda v: Tlv.of_str(TlvTag.RECEIPTED_MESSAGE_ID, v))
+)
+_receipt_values = st.sampled_from(["DELIVRD", "undeliv", "000"])
+_receipt_texts = st.lists(
+    st.one_of(_receipt_words, _receipt_values, st.text(max_size=6)), max_size=12
+).map("".join)
+
+
+@given(_receipt_texts, _id_tlvs, _state_tlvs)
+def test_receipts_read_as_from_all_their_fields(text: str, id_tlv: Tlv | None, state_tlv: Tlv | None) -> None:
+    tlvs = tuple(t for t in (id_tlv, state_tlv) if t is not None)
+    pdu = DeliverSm(esm_class=0x04, short_message=text.encode("latin-1", "replace")[:254], tlvs=tlvs)
+    receipt = parse_receipt(pdu)
+    found = None if receipt is None else (receipt.message_id, receipt.stat, receipt.err, receipt.outcome)
+    assert found == _reference_receipt(pdu)
 
 
 def _reference_gsm7_encode(text: str) -> bytes:

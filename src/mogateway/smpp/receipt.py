@@ -86,23 +86,41 @@ def _fields(text: str) -> dict[str, str]:
     return found
 
 
+def _field(text: str, name: str) -> str:
+    """The value of the first field ``name`` ("id", "stat" or "err") as :func:`_fields` finds it ("" when
+    there is none), without reading the other fields: one ``find`` and one search for the next field.
+
+    It is the same value: no field name ends in "id", "stat" or "err" but that name itself, so no
+    earlier match of the field pattern can cover the first "<name>:" of the text, and the value ends
+    where the pattern next matches."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # positions would shift (see _fields)
+        return _fields(text).get(name, "")
+    start = lowered.find(name + ":")
+    if start < 0:
+        return ""
+    after = start + len(name) + 1
+    following = _FIELD_LOWER.search(lowered, after)
+    return text[after : following.start() if following is not None else len(text)].strip()
+
+
 def parse_receipt(pdu: DeliverSm, dlt_errors: DltErrors | None = None) -> Receipt | None:
     """The receipt in ``pdu``, or None when it names no message id at all; its ``err:`` described from
-    ``dlt_errors`` (None: not described)."""
+    ``dlt_errors`` (None: not described). Only the fields its TLVs do not give are read from the text."""
     text = decode_short_message(pdu.short_message, pdu.data_coding, "latin1").text
     payload = find_tlv(pdu.tlvs, TlvTag.MESSAGE_PAYLOAD)
     if not text and payload is not None:
         text = decode_short_message(payload.value, pdu.data_coding, "latin1").text
-    fields = _fields(text)
     id_tlv = find_tlv(pdu.tlvs, TlvTag.RECEIPTED_MESSAGE_ID)
-    message_id = id_tlv.as_str() if id_tlv is not None else fields.get("id", "")
+    message_id = id_tlv.as_str() if id_tlv is not None else _field(text, "id")
     if not message_id:
         return None
     state_tlv = find_tlv(pdu.tlvs, TlvTag.MESSAGE_STATE)
-    stat = fields.get("stat", "").upper()
     if state_tlv is not None and len(state_tlv.value) == 1:
-        stat = _STATE_WORDS.get(state_tlv.as_int(), stat or "UNKNOWN")
-    err, outcome = fields.get("err", ""), _OUTCOMES.get(stat)
+        stat = _STATE_WORDS.get(state_tlv.as_int(), "") or _field(text, "stat").upper() or "UNKNOWN"
+    else:
+        stat = _field(text, "stat").upper()
+    err, outcome = _field(text, "err"), _OUTCOMES.get(stat)
     meaning = None
     if dlt_errors is not None and outcome != "delivered":
         meaning = dlt_errors.describe_receipt_error(err)
