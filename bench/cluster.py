@@ -189,14 +189,16 @@ async def wait_replied(url: str, count: int, timeout: float) -> tuple[float, lis
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            done = await conn.fetchval("SELECT count(*) FROM messages WHERE state='replied'")
+            done = await conn.fetchval("SELECT count(*) FROM message_states WHERE state='replied'")
             if done >= count:
                 break
             await asyncio.sleep(0.2)
         else:
             raise RuntimeError(f"only {done} of {count} replied within {timeout} s")
-        rows = await conn.fetch("SELECT updated_at - stored_at FROM messages")
-        last = await conn.fetchval("SELECT max(updated_at) FROM messages")
+        rows = await conn.fetch(
+            "SELECT s.updated_at - m.stored_at FROM messages m JOIN message_states s ON s.id = m.id"
+        )
+        last = await conn.fetchval("SELECT max(updated_at) FROM message_states")
         return float(last), [float(r[0]) for r in rows]
     finally:
         await conn.close()

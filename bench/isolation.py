@@ -159,7 +159,10 @@ def fast_latencies(db: Path) -> tuple[list[float], list[float]]:
 def states(db: Path) -> dict[tuple[str, str], int]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     try:
-        rows = conn.execute("SELECT shortcode, state, count(*) FROM messages GROUP BY shortcode, state")
+        rows = conn.execute(
+            "SELECT shortcode, state, count(*) FROM messages JOIN message_states USING (id) "
+            "GROUP BY shortcode, state"
+        )
         return {(code, state): n for code, state, n in rows}
     finally:
         conn.close()

@@ -178,7 +178,7 @@ async def watch(base: str, stop: asyncio.Event) -> int:
 def replied(db: Path) -> int:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        return int(conn.execute("SELECT count(*) FROM messages WHERE state='replied'").fetchone()[0])
+        return int(conn.execute("SELECT count(*) FROM message_states WHERE state='replied'").fetchone()[0])
     finally:
         conn.close()
 

@@ -66,6 +66,6 @@ async def truncate_all(url: str) -> None:
     """Empty every journal table (between tests sharing one session database)."""
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        await conn.execute("TRUNCATE messages, events, reply_refs, clients, settings, stats")
+        await conn.execute("TRUNCATE messages, message_states, events, reply_refs, clients, settings, stats")
     finally:
         await conn.close()

@@ -264,7 +264,7 @@ async def journal_facts(database: str) -> tuple[dict[str, int], dict[str, int], 
     """MOs by state, ``reply_submitted`` events by message id, and how many ``recovered`` events."""
     conn = await asyncpg.connect(database)
     try:
-        states = dict(await conn.fetch("SELECT state, count(*) FROM messages GROUP BY state"))
+        states = dict(await conn.fetch("SELECT state, count(*) FROM message_states GROUP BY state"))
         replies = dict(
             await conn.fetch(
                 "SELECT message_id, count(*) FROM events WHERE kind='reply_submitted' GROUP BY message_id"

@@ -117,10 +117,13 @@ def journal_with_old_rows(tmp_path: Path) -> Iterator[Path]:
         for message_id, received_at, _ in OLD_ROWS:
             db.execute(
                 "INSERT INTO messages (id, origin, source_id, shortcode, msisdn, message, received_at, "
-                "stored_at, updated_at, state, cc, ndc, sn, operator, circle, client_id, reply_text) "
-                "VALUES (?, 'http', NULL, ?, '919810012345', 'HELLO', ?, ?, ?, 'failed', 91, 9810, 12345, "
-                "'airtel', 'delhi', NULL, NULL)",
-                (message_id, SC, received_at, 1_700_000_000.0, 1_700_000_001.0),
+                "stored_at, cc, ndc, sn, operator, circle) VALUES "
+                "(?, 'http', NULL, ?, '919810012345', 'HELLO', ?, ?, 91, 9810, 12345, 'airtel', 'delhi')",
+                (message_id, SC, received_at, 1_700_000_000.0),
+            )
+            db.execute(
+                "INSERT INTO message_states (id, state, updated_at) VALUES (?, 'failed', ?)",
+                (message_id, 1_700_000_001.0),
             )
             db.execute(
                 "INSERT INTO events (message_id, at, kind, data) VALUES (?, ?, 'received', ?)",

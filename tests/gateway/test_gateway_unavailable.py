@@ -61,7 +61,7 @@ def test_stopping_lets_a_callback_in_flight_finish_and_keeps_the_rest_for_the_ne
             app.wait_for_calls(1)
         # the gateway stopped while ONE was in flight and TWO waited in its lane
         conn = sqlite3.connect(db)
-        states = dict(conn.execute("SELECT id, state FROM messages").fetchall())
+        states = dict(conn.execute("SELECT id, state FROM message_states").fetchall())
         conn.close()
         assert states[first] == "replied"  # drained, not cut off
         assert states[second] == "queued"  # not started: kept for the next start

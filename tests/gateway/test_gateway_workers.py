@@ -356,7 +356,9 @@ async def test_with_a_bind_per_worker_each_mo_is_dispatched_and_answered_by_its_
     assert {(sid, number[7]) for sid, number in by_number} == {("esme0", "0"), ("esme1", "1")}
     # the journal names the worker that dispatched each MO: the one holding the bind it came on
     with contextlib.closing(sqlite3.connect(tmp_path / "journal.db")) as db:
-        owners = collections.Counter(db.execute("SELECT origin, owner, state FROM messages").fetchall())
+        owners = collections.Counter(
+            db.execute("SELECT origin, owner, state FROM messages JOIN message_states USING (id)").fetchall()
+        )
     assert owners == {("smpp:op0", 0, "delivered"): per_bind, ("smpp:op1", 1, "delivered"): per_bind}
 
 

@@ -45,13 +45,19 @@ _RETRIES = 3
 _INSERT_MESSAGES = f"""
 INSERT INTO messages ({", ".join(schema.INSERT_COLUMNS)})
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::float8[], $8::float8[], $9::float8[], $10::text[], $11::int[], $12::int[],
-                     $13::int8[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
-                     $19::text[], $20::text[], $21::int[])
+                     $7::float8[], $8::float8[], $9::int[], $10::int[], $11::int8[], $12::text[],
+                     $13::text[], $14::text[], $15::text[], $16::text[])
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
-_EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id = ANY($1::text[])"
+_INSERT_STATES = f"""
+INSERT INTO message_states ({", ".join(schema.STATE_COLUMNS)})
+SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::int[])
+"""
+_EXISTING = (
+    "SELECT m.id, s.state, m.rejection_field, m.rejection_reason "
+    f"FROM {schema.MESSAGES_FROM} WHERE m.id = ANY($1::text[])"
+)
 # MOs that may repeat an earlier one (SMPP): every writer (worker, node) that stores an MO of a number
 # takes that number's lock first, in one order, so the one that reads the number's recent MOs second
 # sees the first one's (core.repeats.find_repeats). Transaction-scoped: released at commit.
@@ -80,12 +86,12 @@ ON CONFLICT (ref) DO UPDATE SET message_id = excluded.message_id
 
 def _update_sql(step: Step) -> str:
     """The compare-and-set UPDATE of one timeline step over many messages (see storage.schema)."""
-    sql = schema.state_sql(step, "m.state")
+    sql = schema.state_sql(step, "s.state")
     return (
-        f"UPDATE messages AS m SET state = {sql.after}, updated_at = $1, "
-        "client_id = coalesce(c.client_id, m.client_id), reply_text = coalesce(c.reply_text, m.reply_text) "
+        f"UPDATE message_states AS s SET state = {sql.after}, updated_at = $1, "
+        "client_id = coalesce(c.client_id, s.client_id), reply_text = coalesce(c.reply_text, s.reply_text) "
         "FROM unnest($2::text[], $3::text[], $4::text[]) AS c(id, client_id, reply_text) "
-        f"WHERE m.id = c.id AND {sql.allowed} RETURNING m.id"
+        f"WHERE s.id = c.id AND {sql.allowed} RETURNING s.id"
     )
 
 
@@ -293,10 +299,19 @@ class PostgresJournal:
             if m.id in first_of:
                 continue
             first_of[m.id] = n
-            row = schema.message_row(m, State.QUEUED if m.accepted else State.REJECTED, job.now, owners[n])
-            for column, value in zip(columns, row, strict=True):
+            for column, value in zip(columns, schema.message_row(m, job.now), strict=True):
                 column.append(value)
         inserted = {row[0] for row in await conn.fetch(_INSERT_MESSAGES, *columns)}
+        states: list[list[Any]] = [[] for _ in schema.STATE_COLUMNS]
+        for mid, n in first_of.items():
+            if mid in inserted:
+                job, m = flat[n]
+                state = State.QUEUED if m.accepted else State.REJECTED
+                row = schema.state_row(mid, state, job.now, owners[n])
+                for column, value in zip(states, row, strict=True):
+                    column.append(value)
+        if states[0]:
+            await conn.execute(_INSERT_STATES, *states)
         duplicates = [m.id for n, (_job, m) in enumerate(flat) if m.id not in inserted or first_of[m.id] != n]
         existing: dict[str, tuple[State, Rejection | None]] = {}
         if duplicates:
@@ -400,7 +415,8 @@ class PostgresJournal:
     async def touch(self, message_ids: Sequence[str]) -> None:
         if message_ids:
             await self._require_pool().execute(
-                f"UPDATE messages SET updated_at=$1 WHERE {schema.UNFINISHED_SQL} AND id = ANY($2::text[])",
+                f"UPDATE message_states SET updated_at=$1 WHERE {schema.UNFINISHED_SQL} "
+                "AND id = ANY($2::text[])",
                 time.time(),
                 list(message_ids),
             )
@@ -408,15 +424,16 @@ class PostgresJournal:
     async def reassign(self, owners: Mapping[str, int]) -> None:
         if owners:
             await self._require_pool().execute(
-                "UPDATE messages m SET owner=o.owner FROM unnest($1::text[], $2::int[]) AS o(id, owner) "
-                f"WHERE m.id=o.id AND m.{schema.UNFINISHED_SQL}",
+                "UPDATE message_states s SET owner=o.owner "
+                "FROM unnest($1::text[], $2::int[]) AS o(id, owner) "
+                f"WHERE s.id=o.id AND s.{schema.UNFINISHED_SQL}",
                 list(owners),
                 list(owners.values()),
             )
 
     async def get(self, message_id: str) -> MessageRecord | None:
         row = await self._require_pool().fetchrow(
-            f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=$1", message_id
+            f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} WHERE m.id=$1", message_id
         )
         return None if row is None else schema.record_from_row(row)
 
@@ -430,7 +447,7 @@ class PostgresJournal:
             conn.transaction(isolation="repeatable_read", readonly=True),  # one snapshot for both
         ):
             row = await conn.fetchrow(
-                f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=$1", message_id
+                f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} WHERE m.id=$1", message_id
             )
             if row is None:
                 return None
@@ -450,42 +467,47 @@ class PostgresJournal:
             return f"${len(params)}"
 
         for column, value in (
-            ("shortcode", where.shortcode),
-            ("msisdn", where.msisdn),
-            ("state", where.state.value if where.state else None),
-            ("client_id", where.client_id),
+            ("m.shortcode", where.shortcode),
+            ("m.msisdn", where.msisdn),
+            ("s.state", where.state.value if where.state else None),
+            ("s.client_id", where.client_id),
         ):
             if value is not None:
                 clauses.append(f"{column}={param(value)}")
         if where.since is not None:
-            clauses.append(f"received_at>={param(where.since)}")
+            clauses.append(f"m.received_at>={param(where.since)}")
         if where.until is not None:
-            clauses.append(f"received_at<{param(where.until)}")
+            clauses.append(f"m.received_at<{param(where.until)}")
         if where.before is not None:
-            clauses.append(f"(received_at, id) < ({param(where.before[0])}, {param(where.before[1])})")
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages"
+            clauses.append(f"(m.received_at, m.id) < ({param(where.before[0])}, {param(where.before[1])})")
+        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM}"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
-        sql += f" ORDER BY received_at DESC, id DESC LIMIT {param(where.limit)}"
+        sql += f" ORDER BY m.received_at DESC, m.id DESC LIMIT {param(where.limit)}"
         return [schema.record_from_row(r) for r in await self._require_pool().fetch(sql, *params)]
 
     async def unfinished(
         self, limit: int, *, after: str = "", older_than: float | None = None, owner: int | None = None
     ) -> list[MessageRecord]:
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE {schema.UNFINISHED_SQL} AND id>$1"
+        sql = (
+            f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} "
+            f"WHERE s.{schema.UNFINISHED_SQL} AND s.id>$1"
+        )
         params: list[Any] = [after]
         if older_than is not None:
             params.append(older_than)
-            sql += f" AND updated_at<${len(params)}"
+            sql += f" AND s.updated_at<${len(params)}"
         if owner is not None:
             params.append(owner)
-            sql += f" AND owner=${len(params)}"
+            sql += f" AND s.owner=${len(params)}"
         params.append(limit)
-        sql += f" ORDER BY id LIMIT ${len(params)}"
+        sql += f" ORDER BY s.id LIMIT ${len(params)}"
         return [schema.record_from_row(r) for r in await self._require_pool().fetch(sql, *params)]
 
     async def counts_by_state(self) -> dict[str, int]:
-        rows = await self._require_pool().fetch("SELECT state, count(*) FROM messages GROUP BY state")
+        rows = await self._require_pool().fetch(
+            "SELECT state, count(*) FROM message_states GROUP BY state"
+        )
         return {state: int(n) for state, n in rows}
 
     # ------------------------------------------------------------------ clients

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SYNC_MODES = {"full": "FULL", "stores": "STORES", "normal": "NORMAL"}
 
 # Version 1 -> 2: the first event (received/rejected) moves into the message row; "dispatching" was
@@ -71,6 +71,19 @@ _UPGRADE_2_TO_3 = """
 ALTER TABLE messages ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
 DROP INDEX IF EXISTS messages_unfinished;
 """
+# Version 3 -> 4: what changes as a message moves leaves its row for a short one of its own
+# (storage/schema.py). DROP COLUMN needs SQLite 3.35 and no index on the column.
+_UPGRADE_3_TO_4 = f"""
+DROP INDEX IF EXISTS messages_unfinished;
+{schema.sqlite_table("message_states")}
+INSERT INTO message_states ({", ".join(schema.STATE_COLUMNS)})
+    SELECT {", ".join(schema.STATE_COLUMNS)} FROM messages;
+ALTER TABLE messages DROP COLUMN updated_at;
+ALTER TABLE messages DROP COLUMN state;
+ALTER TABLE messages DROP COLUMN client_id;
+ALTER TABLE messages DROP COLUMN reply_text;
+ALTER TABLE messages DROP COLUMN owner;
+"""
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
@@ -85,7 +98,11 @@ def _prepare(conn: sqlite3.Connection) -> None:
                 f"the journal has schema version {version}, newer than this mogateway ({SCHEMA_VERSION}): "
                 "upgrade mogateway"
             )
-        upgrades = {1: _UPGRADE_1_TO_2 + _UPGRADE_2_TO_3, 2: _UPGRADE_2_TO_3}
+        upgrades = {
+            1: _UPGRADE_1_TO_2 + _UPGRADE_2_TO_3 + _UPGRADE_3_TO_4,
+            2: _UPGRADE_2_TO_3 + _UPGRADE_3_TO_4,
+            3: _UPGRADE_3_TO_4,
+        }
         if version in upgrades:
             for statement in upgrades[version].split(";"):
                 if statement.strip():
@@ -222,7 +239,7 @@ class SqliteJournal:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 conn.execute(
-                    f"UPDATE messages SET updated_at=? WHERE {schema.UNFINISHED_SQL} "
+                    f"UPDATE message_states SET updated_at=? WHERE {schema.UNFINISHED_SQL} "
                     f"AND id IN ({','.join('?' * len(chunk))})",
                     [now, *chunk],
                 )
@@ -232,7 +249,7 @@ class SqliteJournal:
 
     async def reassign(self, owners: Mapping[str, int]) -> None:
         rows = [(owner, mid) for mid, owner in owners.items()]
-        sql = f"UPDATE messages SET owner=? WHERE id=? AND {schema.UNFINISHED_SQL}"
+        sql = f"UPDATE message_states SET owner=? WHERE id=? AND {schema.UNFINISHED_SQL}"
 
         def job(conn: sqlite3.Connection) -> None:
             conn.executemany(sql, rows)
@@ -241,7 +258,7 @@ class SqliteJournal:
             await self._write(job)
 
     async def get(self, message_id: str) -> MessageRecord | None:
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=?"
+        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} WHERE m.id=?"
 
         def q(conn: sqlite3.Connection) -> MessageRecord | None:
             row = conn.execute(sql, (message_id,)).fetchone()
@@ -254,7 +271,7 @@ class SqliteJournal:
         return [] if found is None else found[1]
 
     async def history(self, message_id: str) -> tuple[MessageRecord, list[Event]] | None:
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE id=?"
+        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} WHERE m.id=?"
 
         def q(conn: sqlite3.Connection) -> tuple[MessageRecord, list[Event]] | None:
             conn.execute("BEGIN")  # one snapshot for both statements (WAL: readers never wait)
@@ -277,27 +294,27 @@ class SqliteJournal:
         clauses: list[str] = []
         params: list[Any] = []
         for column, value in (
-            ("shortcode", where.shortcode),
-            ("msisdn", where.msisdn),
-            ("state", where.state.value if where.state else None),
-            ("client_id", where.client_id),
+            ("m.shortcode", where.shortcode),
+            ("m.msisdn", where.msisdn),
+            ("s.state", where.state.value if where.state else None),
+            ("s.client_id", where.client_id),
         ):
             if value is not None:
                 clauses.append(f"{column}=?")
                 params.append(value)
         if where.since is not None:
-            clauses.append("received_at>=?")
+            clauses.append("m.received_at>=?")
             params.append(where.since)
         if where.until is not None:
-            clauses.append("received_at<?")
+            clauses.append("m.received_at<?")
             params.append(where.until)
         if where.before is not None:
-            clauses.append("(received_at<? OR (received_at=? AND id<?))")
+            clauses.append("(m.received_at<? OR (m.received_at=? AND m.id<?))")
             params += [where.before[0], where.before[0], where.before[1]]
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages"
+        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM}"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
-        sql += " ORDER BY received_at DESC, id DESC LIMIT ?"
+        sql += " ORDER BY m.received_at DESC, m.id DESC LIMIT ?"
         params.append(where.limit)
 
         def q(conn: sqlite3.Connection) -> list[MessageRecord]:
@@ -308,15 +325,18 @@ class SqliteJournal:
     async def unfinished(
         self, limit: int, *, after: str = "", older_than: float | None = None, owner: int | None = None
     ) -> list[MessageRecord]:
-        sql = f"SELECT {schema.MESSAGE_COLUMNS} FROM messages WHERE {schema.UNFINISHED_SQL} AND id>?"
+        sql = (
+            f"SELECT {schema.MESSAGE_COLUMNS} FROM {schema.MESSAGES_FROM} "
+            f"WHERE {schema.UNFINISHED_SQL} AND s.id>?"
+        )
         params: list[Any] = [after]
         if owner is not None:
-            sql += " AND owner=?"
+            sql += " AND s.owner=?"
             params.append(owner)
         if older_than is not None:
-            sql += " AND updated_at<?"
+            sql += " AND s.updated_at<?"
             params.append(older_than)
-        sql += " ORDER BY id LIMIT ?"
+        sql += " ORDER BY s.id LIMIT ?"
         params.append(limit)
 
         def q(conn: sqlite3.Connection) -> list[MessageRecord]:
@@ -326,7 +346,7 @@ class SqliteJournal:
 
     async def counts_by_state(self) -> dict[str, int]:
         def q(conn: sqlite3.Connection) -> dict[str, int]:
-            return dict(conn.execute("SELECT state, count(*) FROM messages GROUP BY state").fetchall())
+            return dict(conn.execute("SELECT state, count(*) FROM message_states GROUP BY state").fetchall())
 
         return await self._read(q)
 

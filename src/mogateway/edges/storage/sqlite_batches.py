@@ -7,14 +7,15 @@ How they stay cheap (measured; see docs/benchmarks.md):
   releases and re-takes the GIL at every row). Chunks have fixed sizes so that each statement text is
   prepared once and then comes from the connection's statement cache.
 * No read before write: a store is ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` (only duplicates,
-  which are rare, are read back), and a change is ``UPDATE ... WHERE id = ? AND <allowed states>
-  RETURNING id``, the compare-and-set and the new state both taken from ``core.timeline`` through
-  ``storage.schema``. The one read a store makes is for SMPP MOs (those given a repeat window): the
-  earlier MOs of the same number with the same SMSC id or content, one seek per MO in the index
-  ``messages_msisdn_source`` (number, source id; the source ids of one content share the prefix
-  ``c:<digest>:``), to find the ones they repeat (``core.repeats.find_repeats``). It runs in the write
-  transaction, which several workers' writers take in turn, so a redelivery over another worker's bind
-  is recognised too.
+  which are rare, are read back), then the state rows of the messages it inserted; a change is ``UPDATE
+  message_states ... WHERE id = ? AND <allowed states> RETURNING id``, which rewrites the short row of
+  what changes, not the message (``storage.schema``). The compare-and-set and the new state both come
+  from ``core.timeline`` through ``storage.schema``. The one read a store makes is for SMPP MOs (those
+  given a repeat window): the earlier MOs of the same number with the same SMSC id or content, one seek
+  per MO in the index ``messages_msisdn_source`` (number, source id; the source ids of one content
+  share the prefix ``c:<digest>:``), to find the ones they repeat (``core.repeats.find_repeats``). It
+  runs in the write transaction, which several workers' writers take in turn, so a redelivery over
+  another worker's bind is recognised too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ from mogateway.core.message import Message, Rejection
 from mogateway.core.ports import Stored
 from mogateway.core.repeats import find_repeats, repeat_lookups
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
-from mogateway.edges.storage.schema import INSERT_COLUMNS, event_json, message_row, rounds, state_sql
+from mogateway.edges.storage.schema import (
+    INSERT_COLUMNS,
+    MESSAGES_FROM,
+    STATE_COLUMNS,
+    event_json,
+    message_row,
+    rounds,
+    state_row,
+    state_sql,
+)
 
 __all__ = ["apply_batch", "delivery_batch", "store_batch"]
 
@@ -37,9 +47,13 @@ _INSERT_MESSAGES = (
     f"INSERT INTO messages ({', '.join(INSERT_COLUMNS)}) VALUES {{rows}} "
     "ON CONFLICT (id) DO NOTHING RETURNING id"
 )
+_INSERT_STATES = f"INSERT INTO message_states ({', '.join(STATE_COLUMNS)}) VALUES {{rows}}"
 _INSERT_EVENTS = "INSERT INTO events (message_id, at, kind, data) VALUES {rows}"
 _INSERT_REFS = "INSERT OR REPLACE INTO reply_refs (ref, message_id) VALUES {rows}"
-_EXISTING = "SELECT id, state, rejection_field, rejection_reason FROM messages WHERE id IN ({marks})"
+_EXISTING = (
+    f"SELECT m.id, s.state, m.rejection_field, m.rejection_reason FROM {MESSAGES_FROM} "
+    "WHERE m.id IN ({marks})"
+)
 _OWNERS_OF = "SELECT ref, message_id FROM reply_refs WHERE ref IN ({marks})"
 _EARLIER_OF_FAMILIES = (
     "SELECT m.id, m.msisdn, m.source_id, m.received_at FROM (VALUES {rows}) AS k "
@@ -98,11 +112,17 @@ def store_batch(conn: Any, items: Sequence[tuple[Message, int, float | None]]) -
         _name_repeats(conn, items, messages)
     first_of: dict[str, int] = {}
     rows: list[tuple[Any, ...]] = []
-    for n, (m, (_, owner, _)) in enumerate(zip(messages, items, strict=True)):
+    for n, m in enumerate(messages):
         if m.id not in first_of:
             first_of[m.id] = n
-            rows.append(message_row(m, State.QUEUED if m.accepted else State.REJECTED, now, owner))
+            rows.append(message_row(m, now))
     inserted = {row[0] for row in _rows(conn, _INSERT_MESSAGES, rows)}
+    states = [
+        state_row(mid, State.QUEUED if messages[n].accepted else State.REJECTED, now, items[n][1])
+        for mid, n in first_of.items()
+        if mid in inserted
+    ]
+    _rows(conn, _INSERT_STATES, states)
     results: list[Stored | None] = []
     duplicates: list[int] = []
     for n, m in enumerate(messages):
@@ -142,20 +162,19 @@ def _update_ids(step: Step, count: int) -> str:
     sql = state_sql(step)
     marks = ",".join("?" * count)
     return (
-        f"UPDATE messages SET state={sql.after}, updated_at=? "
+        f"UPDATE message_states SET state={sql.after}, updated_at=? "
         f"WHERE id IN ({marks}) AND {sql.allowed} RETURNING id"
     )
 
 
 @lru_cache(maxsize=256)
 def _update_values(step: Step, count: int) -> str:
-    sql = state_sql(step, "messages.state")
+    sql = state_sql(step, "s.state")
     return (
-        f"UPDATE messages SET state={sql.after}, updated_at=v.column2, "
-        "client_id=coalesce(v.column3, messages.client_id), "
-        "reply_text=coalesce(v.column4, messages.reply_text) "
+        f"UPDATE message_states AS s SET state={sql.after}, updated_at=v.column2, "
+        "client_id=coalesce(v.column3, s.client_id), reply_text=coalesce(v.column4, s.reply_text) "
         f"FROM (VALUES {_values_list(4, count)}) AS v "
-        f"WHERE messages.id=v.column1 AND {sql.allowed} RETURNING messages.id"
+        f"WHERE s.id=v.column1 AND {sql.allowed} RETURNING id"
     )
 
 
