@@ -46,8 +46,8 @@ __all__ = [
     "message_row",
     "record_from_row",
     "sqlite_indexes",
-    "state_row",
     "sqlite_tables",
+    "state_row",
     "state_sql",
 ]
 
@@ -167,22 +167,18 @@ CREATE INDEX IF NOT EXISTS events_message ON events (message_id, seq);
 """
 
 
-def sqlite_table(table: str) -> str:
-    """One SQLite table of :data:`TABLES` (idempotent ``CREATE TABLE IF NOT EXISTS``)."""
-    key = _PRIMARY_KEYS[table]
-    body = ",\n    ".join(
-        f"{c.name} {c.sqlite}" + (" PRIMARY KEY" if c.name == key else "") for c in TABLES[table]
-    )
-    if "," in key:  # a composite key is a table constraint
-        body += f",\n    PRIMARY KEY ({key})"
-    rowid = "" if table == "events" else " WITHOUT ROWID"  # events: seq is the rowid
-    return f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}\n){rowid};"
-
-
 def sqlite_tables() -> str:
     """The SQLite tables (idempotent ``CREATE TABLE IF NOT EXISTS``), from :data:`TABLES`."""
     parts = ["CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"]
-    parts += [sqlite_table(table) for table in TABLES]
+    for table, columns in TABLES.items():
+        key = _PRIMARY_KEYS[table]
+        body = ",\n    ".join(
+            f"{c.name} {c.sqlite}" + (" PRIMARY KEY" if c.name == key else "") for c in columns
+        )
+        if "," in key:  # a composite key is a table constraint
+            body += f",\n    PRIMARY KEY ({key})"
+        rowid = "" if table == "events" else " WITHOUT ROWID"  # events: seq is the rowid
+        parts.append(f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}\n){rowid};")
     return "\n".join(parts)
 
 

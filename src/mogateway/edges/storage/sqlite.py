@@ -72,12 +72,20 @@ ALTER TABLE messages ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
 DROP INDEX IF EXISTS messages_unfinished;
 """
 # Version 3 -> 4: what changes as a message moves leaves its row for a short one of its own
-# (storage/schema.py). DROP COLUMN needs SQLite 3.35 and no index on the column.
-_UPGRADE_3_TO_4 = f"""
+# (storage/schema.py), spelled out as version 4 has it. DROP COLUMN needs SQLite 3.35 and no index on
+# the column.
+_UPGRADE_3_TO_4 = """
 DROP INDEX IF EXISTS messages_unfinished;
-{schema.sqlite_table("message_states")}
-INSERT INTO message_states ({", ".join(schema.STATE_COLUMNS)})
-    SELECT {", ".join(schema.STATE_COLUMNS)} FROM messages;
+CREATE TABLE message_states (
+    id TEXT NOT NULL PRIMARY KEY,
+    state TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    client_id TEXT,
+    reply_text TEXT,
+    owner INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO message_states (id, state, updated_at, client_id, reply_text, owner)
+    SELECT id, state, updated_at, client_id, reply_text, owner FROM messages;
 ALTER TABLE messages DROP COLUMN updated_at;
 ALTER TABLE messages DROP COLUMN state;
 ALTER TABLE messages DROP COLUMN client_id;
