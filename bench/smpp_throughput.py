@@ -25,6 +25,11 @@ the right msisdn, with the application's text.
 out among them, each bind with its own window: with ``--workers`` N every worker of mogateway holds a
 bind, the shape in which workers share out the SMPP traffic (``core/workers.py``).
 
+``--python PATH`` runs mogateway on that interpreter instead of the one running the bench; repeated, it
+runs a gateway per interpreter in the same run (named ``mogateway/1w@py3.11.2``), e.g. a pyenv build
+beside the distribution's: how the interpreter was built changes the CPU per MO by a fifth (docs/scaling.md).
+Each must have mogateway and its dependencies installed (``PYTHON=... scripts/setup.sh`` in a clone).
+
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
 
@@ -205,21 +210,49 @@ async def measure(
     )
 
 
-def _gateway_command(gw_port: int, profile: str, workers: int | None) -> list[str]:
-    cmd = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+def _gateway_command(gw_port: int, profile: str, workers: int | None, python: str) -> list[str]:
+    cmd = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
     if workers is not None:
         cmd += ["--workers", str(workers)]
     if profile:
         py_spy = str(Path(sys.executable).parent / "py-spy")
         cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
-        cmd += ["-o", profile, "--", sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+        cmd += ["-o", profile, "--", python, "-m", "mogateway", "serve", "--port", str(gw_port)]
         if workers is not None:
             cmd += ["--workers", str(workers)]
     return cmd
 
 
-def gateway_name(workers: int | None) -> str:
-    return "mogateway" if workers is None else f"mogateway/{workers}w"
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python the gateway runs on (``--python``); ``label`` tells them apart in the figures."""
+
+    path: str
+    label: str = ""
+
+
+def interpreters(paths: list[str]) -> list[Interpreter]:
+    """Label each interpreter by its version, and by its place in the list where versions repeat."""
+    if not paths:
+        return [Interpreter(sys.executable)]
+    versions = [
+        subprocess.run(
+            [path, "-c", "import platform; print(platform.python_version())"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for path in paths
+    ]
+    return [
+        Interpreter(path, f"py{version}" if versions.count(version) == 1 else f"py{version}#{i + 1}")
+        for i, (path, version) in enumerate(zip(paths, versions, strict=True))
+    ]
+
+
+def gateway_name(workers: int | None, python: Interpreter | None = None) -> str:
+    name = "mogateway" if workers is None else f"mogateway/{workers}w"
+    return f"{name}@{python.label}" if python is not None and python.label else name
 
 
 async def run_mogateway(
@@ -229,6 +262,7 @@ async def run_mogateway(
     workdir: Path,
     run: int,
     workers: int | None = None,
+    python: Interpreter | None = None,
 ) -> Result:
     smscs = [await SimulatedSmsc(system_id="bench", password="bench").start() for _ in range(args.binds)]
     gw_port = free_port()
@@ -247,7 +281,7 @@ async def run_mogateway(
         for j, smsc in enumerate(smscs)
     ]
     env = {
-        "MOGATEWAY_DATABASE": str(workdir / f"{gateway_name(workers).replace('/', '-')}-{run}.db"),
+        "MOGATEWAY_DATABASE": str(workdir / f"{gateway_name(workers, python).replace('/', '-')}-{run}.db"),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN,
         "MOGATEWAY_INGEST_TOKEN": INGEST,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
@@ -256,9 +290,10 @@ async def run_mogateway(
     }
     if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
         env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
-    name = gateway_name(workers)
+    name = gateway_name(workers, python)
     log = workdir / f"{name.replace('/', '-')}-{run}.log"
-    gateway = start(_gateway_command(gw_port, args.profile, workers), env, log)
+    command = _gateway_command(gw_port, args.profile, workers, python.path if python else sys.executable)
+    gateway = start(command, env, log)
     pid = gateway.pid
     try:
         await asyncio.to_thread(wait_port, gw_port, 30)
@@ -343,7 +378,9 @@ async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Res
     results: dict[str, list[Result]] = {}
     Runner = Callable[[argparse.Namespace, subprocess.Popen[bytes], int, Path, int], Awaitable[Result]]
     runners: list[tuple[str, Runner]] = [
-        (gateway_name(n), functools.partial(run_mogateway, workers=n)) for n in args.workers
+        (gateway_name(n, python), functools.partial(run_mogateway, workers=n, python=python))
+        for python in interpreters(args.python)
+        for n in args.workers
     ]
     if args.with_kannel:
         runners.append(("kannel", run_kannel))
@@ -397,6 +434,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
     parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")
     parser.add_argument("--gateway-src", default="", help="run mogateway from this src/ directory (A/B)")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="run mogateway on this interpreter (repeat to compare several in one run; default: this one)",
+    )
     args = parser.parse_args()
     if args.count < 1 or args.window < 1 or args.runs < 1:
         parser.error("--count, --window and --runs must be at least 1")
@@ -411,16 +454,17 @@ def main() -> None:
         results = asyncio.run(run_all(args, Path(tmp)))
     print(f"\n{args.count} MOs per run, window {args.window}, {args.runs} run(s); medians:")
     medians: dict[str, float] = {}
+    width = max(12, *(len(name) for name in results))
     for name, rows in results.items():
         mo_s = statistics.median(r.mo_per_s for r in rows)
         medians[name] = mo_s
         p50 = statistics.median(r.p50_ms for r in rows)
         p99 = statistics.median(r.p99_ms for r in rows)
-        print(f"  {name:<12} {mo_s:7.0f} MO/s   deliver_sm→submit_sm p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+        print(f"  {name:<{width}} {mo_s:7.0f} MO/s   deliver_sm→submit_sm p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     for name, rows in results.items():
         cpu = statistics.median(r.cpu_ms_per_mo.get(name, float("nan")) for r in rows)
         rss = statistics.median(r.rss_mib for r in rows)
-        print(f"  {name:<12} CPU {cpu:.3f} ms/MO, peak RSS {rss:.0f} MiB")
+        print(f"  {name:<{width}} CPU {cpu:.3f} ms/MO, peak RSS {rss:.0f} MiB")
     if "kannel" in medians:
         for name, rows in results.items():
             if name != "kannel":
