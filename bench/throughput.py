@@ -17,6 +17,8 @@ It also prints intake → callback start (p50/p99), from the journal's own times
 gateway's default, one worker per core); CPU and peak RSS are those of the supervisor and all its
 workers together. ``--rate R`` paces the load instead: single ``POST /v1/inbound`` requests at R per
 second (a steady load, not a burst), so the latencies are those a subscriber sees at that load.
+``--python PATH`` runs the gateway on another interpreter (with mogateway installed), the load generator
+and the application staying on this one.
 
 ``--with-console`` measures every run twice, once as above and once while someone watches: a console
 session on the Overview (signed in, its live stream updating every second) and a tool polling
@@ -217,6 +219,7 @@ async def one_run(
     watched: bool = False,
     workers: int | None = None,
     rate: float | None = None,
+    python: str = sys.executable,
 ) -> dict[str, float]:
     app_port, gw_port = free_port(), free_port()
     app = start_fast_app(app_port)
@@ -228,7 +231,7 @@ async def one_run(
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
         "MOGATEWAY_LOG_LEVEL": "warning",
     }
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
+    command = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
     if workers is not None:
         command += ["--workers", str(workers)]
     gateway = start(command, env, workdir / f"gw-{gw_port}.log")
@@ -321,6 +324,9 @@ def main() -> None:
         help="comma-separated worker counts, each measured in every run (default: serve's default)",
     )
     parser.add_argument("--rate", type=float, default=None, help="paced single pushes at this many per s")
+    parser.add_argument(
+        "--python", default=sys.executable, help="run mogateway on this interpreter (default: this one)"
+    )
     args = parser.parse_args()
     results: dict[tuple[int | None, bool], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="mogw-bench-") as tmp:
@@ -331,7 +337,14 @@ def main() -> None:
                 for watched in order if args.with_console else [False]:
                     r = asyncio.run(
                         one_run(
-                            args.count, args.concurrency, args.batch, Path(tmp), watched, workers, args.rate
+                            args.count,
+                            args.concurrency,
+                            args.batch,
+                            Path(tmp),
+                            watched,
+                            workers,
+                            args.rate,
+                            args.python,
                         )
                     )
                     results.setdefault((workers, watched), []).append(r)
