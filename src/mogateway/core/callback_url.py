@@ -10,12 +10,18 @@ Rules:
   percent-encoded as UTF-8. The HTTP client applies the same normalization to a URL stored by an older
   version, so such a URL is never a failure at send time.
 * Every address a host resolves to must be globally routable: loopback, private, link-local (cloud
-  metadata lives there), CGNAT, multicast and reserved ranges are refused unless the operator set
-  ``allow_private_callbacks``. An IPv6 address that carries an IPv4 address — IPv4-mapped and
-  IPv4-compatible (``::ffff:0:0/96``, ``::/96``), NAT64 (``64:ff9b::/96``, RFC 6052), 6to4
-  (``2002::/16``), Teredo (``2001::/32``, server and client) — is judged by the IPv4 address it carries
-  too, because the network delivers it there. The local-use NAT64 prefix ``64:ff9b:1::/48`` (RFC 8215)
-  and the deprecated site-local ``fec0::/10`` are refused outright: they never leave the site.
+  metadata lives there), CGNAT, documentation, benchmarking, multicast and reserved ranges are refused
+  unless the operator set ``allow_private_callbacks``. The ranges are this module's own tables, from
+  IANA's special-purpose address registries (:data:`REFUSED_IPV4`, :data:`REFUSED_IPV6`), not the
+  ``is_global`` of Python's ``ipaddress``: its tables changed between patch releases of one Python
+  (3.11.2 calls ``2002::/16`` private, 3.11.7 global), and what the gateway calls must not depend on
+  the interpreter an operator runs it on.
+* IPv6: only global unicast (``2000::/3``) outside those ranges, and the forms that carry an IPv4
+  address the network delivers to, judged by that address: IPv4-mapped (``::ffff:0:0/96``), NAT64
+  (``64:ff9b::/96``, RFC 6052) and 6to4 (``2002::/16``). Refused whatever they carry:
+  IPv4-compatible (``::/96``, deprecated by RFC 4291), the local-use NAT64 prefix ``64:ff9b:1::/48``
+  (RFC 8215), Teredo and the other IETF protocol assignments (``2001::/23``), the deprecated
+  site-local ``fec0::/10``.
 
 Resolving names is I/O and lives at the edge (``edges.urlguard``: at registration; ``edges.http1``: at
 every connect, so DNS rebinding is caught too); these functions judge what they are given.
@@ -29,6 +35,8 @@ from functools import lru_cache
 from urllib.parse import quote, urlsplit, urlunsplit
 
 __all__ = [
+    "REFUSED_IPV4",
+    "REFUSED_IPV6",
     "UrlRefused",
     "address_allowed",
     "check_literal_host",
@@ -39,10 +47,43 @@ __all__ = [
 
 _MAX_URL = 2048
 
-_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+#: IPv4 addresses never called: the entries of IANA's IPv4 Special-Purpose Address Registry that are
+#: not globally reachable (2025), the deprecated 6to4 relay anycast (RFC 7526), multicast, and the
+#: reserved 240/4 with the limited broadcast. Conservative where IANA is finer: all of 192.0.0.0/24
+#: (two anycast addresses in it are reachable; no application lives there).
+REFUSED_IPV4: tuple[ipaddress.IPv4Network, ...] = tuple(
+    ipaddress.IPv4Network(net)
+    for net in (
+        "0.0.0.0/8",  # this network
+        "10.0.0.0/8",  # private
+        "100.64.0.0/10",  # shared address space (CGNAT)
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local: cloud metadata services
+        "172.16.0.0/12",  # private
+        "192.0.0.0/24",  # IETF protocol assignments
+        "192.0.2.0/24",  # documentation (TEST-NET-1)
+        "192.88.99.0/24",  # 6to4 relay anycast, deprecated
+        "192.168.0.0/16",  # private
+        "198.18.0.0/15",  # benchmarking
+        "198.51.100.0/24",  # documentation (TEST-NET-2)
+        "203.0.113.0/24",  # documentation (TEST-NET-3)
+        "224.0.0.0/4",  # multicast
+        "240.0.0.0/4",  # reserved, and 255.255.255.255
+    )
+)
+#: IPv6 addresses never called inside global unicast ``2000::/3`` (everything outside it is refused,
+#: but for the IPv4-carrying forms judged by their IPv4 address): IANA's IPv6 Special-Purpose
+#: Address Registry.
+REFUSED_IPV6: tuple[ipaddress.IPv6Network, ...] = tuple(
+    ipaddress.IPv6Network(net)
+    for net in (
+        "2001::/23",  # IETF protocol assignments, Teredo (2001::/32) among them
+        "2001:db8::/32",  # documentation
+        "3fff::/20",  # documentation (RFC 9637)
+    )
+)
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
-_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
 
 
 class UrlRefused(OSError):
@@ -53,19 +94,19 @@ class UrlRefused(OSError):
 
 
 def _ipv4_allowed(ip: ipaddress.IPv4Address) -> bool:
-    return ip.is_global and not ip.is_multicast
+    return not any(ip in net for net in REFUSED_IPV4)
 
 
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address carries, where the network would deliver it to them."""
-    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    if ip in _IPV4_COMPATIBLE or ip in _NAT64:
-        return [low32]
+def _ipv6_allowed(ip: ipaddress.IPv6Address) -> bool:
+    if ip.ipv4_mapped is not None:
+        return _ipv4_allowed(ip.ipv4_mapped)
+    if ip in _NAT64:
+        return _ipv4_allowed(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    if ip not in _GLOBAL_UNICAST or any(ip in net for net in REFUSED_IPV6):
+        return False
     if ip.sixtofour is not None:
-        return [ip.sixtofour]
-    if ip.teredo is not None:
-        return list(ip.teredo)  # (server, client); the client address is already de-obfuscated
-    return []
+        return _ipv4_allowed(ip.sixtofour)
+    return True
 
 
 def address_allowed(address: str, allow_private: bool) -> bool:
@@ -76,14 +117,9 @@ def address_allowed(address: str, allow_private: bool) -> bool:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return _ipv4_allowed(ip.ipv4_mapped)
-        if ip in _NAT64_LOCAL_USE or ip in _SITE_LOCAL:
-            return False
-        if not all(_ipv4_allowed(v4) for v4 in _embedded_ipv4(ip)):
-            return False
-    return ip.is_global and not ip.is_multicast
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _ipv4_allowed(ip)
+    return _ipv6_allowed(ip)
 
 
 # ------------------------------------------------------------------------------------ URL text
