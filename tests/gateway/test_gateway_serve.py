@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import collections
 import json
+import os
+import platform
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -56,6 +59,14 @@ def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
         # stderr is what a service manager keeps as the log: the path is there, the tokens are not.
         assert admin not in first.stderr() and ingest not in first.stderr()
         assert str(tmp_path / "mogateway.tokens") in first.stderr()
+        # The start-up line names the Python it runs on (its build changes the CPU per MO by a fifth).
+        # The supervisor writes it once every worker serves, which can be just after /healthz answers.
+        runs_on = f"Python {platform.python_version()} {os.path.realpath(sys.executable)})"
+        deadline = time.monotonic() + 10
+        while "mogateway listening on" not in first.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = [line for line in first.stderr().splitlines() if "mogateway listening on" in line]
+        assert len(started) == 1 and runs_on in started[0], first.stderr()
         gw = GatewayClient(first.url, admin_token=admin, ingest_token=ingest)
         assert gw.admin("GET", "/v1/clients").status_code == 200
         assert gw.ingest("GET", "/v1/clients").status_code == 401

@@ -30,7 +30,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
     from mogateway.api.app import create_app
     from mogateway.api.server import Limits, connection_cap, raise_open_files_limit, server_config
     from mogateway.cli.heap import settle_heap
-    from mogateway.cli.supervisor import listening_socket
+    from mogateway.cli.supervisor import interpreter, listening_socket
     from mogateway.node import Gateway
 
     open_files, before = raise_open_files_limit()
@@ -87,11 +87,12 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
     settle_heap()  # what start-up built lives as long as the process: out of the collector's way
     if seat is None:
         logging.getLogger("mogateway").info(
-            "mogateway listening on http://%s:%d (journal %s, queue %s)",
+            "mogateway listening on http://%s:%d (journal %s, queue %s, %s)",
             settings.host,
             settings.port,
             settings.database,
             settings.queue,
+            interpreter(),
         )
     announce = asyncio.create_task(_announce(server, ready_fd)) if ready_fd >= 0 else None
     try:
