@@ -12,8 +12,22 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   echo "mogateway needs Python 3.11 or newer (found: $("$python" --version 2>&1))" >&2
   exit 1
 fi
+if [ -x .venv/bin/python ] && [ -n "${PYTHON:-}" ]; then
+  # An explicit PYTHON for an existing .venv made with another interpreter: say so rather than
+  # silently keep the old one (the interpreter's build changes the CPU per MO, docs/scaling.md).
+  wanted=$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))')
+  have=$(readlink -f .venv/bin/python)
+  if [ "$wanted" != "$have" ]; then
+    echo "setup: .venv runs $have, but PYTHON asks for $wanted; remove .venv first (rm -rf .venv)" >&2
+    exit 1
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+  if ! "$python" -m venv .venv; then
+    rm -rf .venv
+    echo "setup: $python could not make a virtual environment (on Debian or Ubuntu: apt-get install python3-venv)" >&2
+    exit 1
+  fi
   .venv/bin/python -m pip install -q --upgrade pip
 fi
 stamp=".venv/.installed${extras}"
