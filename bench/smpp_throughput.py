@@ -27,7 +27,8 @@ bind, the shape in which workers share out the SMPP traffic (``core/workers.py``
 
 ``--python PATH`` runs mogateway on that interpreter instead of the one running the bench; repeated, it
 runs a gateway per interpreter in the same run (named ``mogateway/1w@py3.11.2``), e.g. a pyenv build
-beside the distribution's: how the interpreter was built changes the CPU per MO by a fifth (docs/scaling.md).
+beside the distribution's: how the interpreter was built changes the CPU per MO by up to a quarter
+(docs/scaling.md).
 Each must have mogateway and its dependencies installed (``PYTHON=... scripts/setup.sh`` in a clone).
 
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as

@@ -59,7 +59,7 @@ def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
         # stderr is what a service manager keeps as the log: the path is there, the tokens are not.
         assert admin not in first.stderr() and ingest not in first.stderr()
         assert str(tmp_path / "mogateway.tokens") in first.stderr()
-        # The start-up line names the Python it runs on (its build changes the CPU per MO by a fifth).
+        # The start-up line names the Python it runs on (its build changes the CPU per MO).
         # The supervisor writes it once every worker serves, which can be just after /healthz answers.
         runs_on = f"Python {platform.python_version()} {os.path.realpath(sys.executable)})"
         deadline = time.monotonic() + 10

@@ -95,7 +95,7 @@ def worker_count(configured: int) -> int:
 def interpreter() -> str:
     """The Python this process runs on, for the start-up line: its version and the interpreter's file
     (a virtual environment's ``python`` resolved to the one it links to). How that interpreter was built
-    changes the CPU per MO by about a fifth (docs/scaling.md, "The Python it runs on")."""
+    changes the CPU per MO by up to a quarter (docs/scaling.md, "The Python it runs on")."""
     return f"Python {platform.python_version()} {os.path.realpath(sys.executable)}"
 
 
