@@ -27,6 +27,7 @@ its **owner**, recorded with the MO. The rules:
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 from mogateway.core.clients import ClientRecord
 from mogateway.core.immutable import immutable
@@ -52,14 +53,12 @@ class WorkerPlan:
 
     def bind_worker(self, bind_index: int) -> int:
         """The worker that holds the bind at ``bind_index`` of the settings."""
-        return bind_index % self.count
+        return _bind_holder(bind_index, self.count)
 
     @property
     def dispatchers(self) -> tuple[int, ...]:
         """The workers that dispatch: those without a bind when there are any, else all."""
-        holding = {self.bind_worker(j) for j in range(self.binds)}
-        free = tuple(w for w in range(self.count) if w not in holding)
-        return free or tuple(range(self.count))
+        return _dispatchers(self.count, self.binds)
 
     def workers_for(self, client: ClientRecord) -> tuple[int, ...]:
         """The workers that dispatch ``client``'s MOs."""
@@ -88,3 +87,15 @@ class WorkerPlan:
             return 1  # an MO routed here before the client's plan changed: served, one at a time
         share, extra = divmod(client.max_concurrency, len(workers))
         return max(1, share + (1 if workers.index(worker) < extra else 0))
+
+
+def _bind_holder(bind_index: int, count: int) -> int:
+    return bind_index % count
+
+
+@lru_cache(maxsize=64)
+def _dispatchers(count: int, binds: int) -> tuple[int, ...]:
+    """``WorkerPlan.dispatchers``, computed once per plan (it is asked for on every MO's way)."""
+    holding = {_bind_holder(j, count) for j in range(binds)}
+    free = tuple(w for w in range(count) if w not in holding)
+    return free or tuple(range(count))
