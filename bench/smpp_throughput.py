@@ -19,7 +19,11 @@ the right msisdn, with the application's text.
   supervisor and every worker together.
 - Kannel 1.4.5 (``--with-kannel``; Debian package ``kannel``): bearerbox with an SMPP transceiver to
   the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
-  application (``bench/kannel/``). Its file store is written without fsync; it asks for no receipts.
+  application (``bench/kannel/``). Its file store is written without fsync. It asks for no receipts
+  unless ``--kannel-receipts``: then the application's answer to Kannel carries ``X-Kannel-DLR-Mask: 3``
+  and ``X-Kannel-DLR-Url``, so that, like mogateway, Kannel asks for a receipt of every reply, matches
+  it when it comes (``dlr-storage = internal``) and hands it on, by a GET of that URL on the
+  application: the way a Kannel deployment learns whether its replies arrived.
 
 ``--binds N`` gives each gateway N transceiver binds, each to a simulator of its own, and deals the MOs
 out among them, each bind with its own window: with ``--workers`` N every worker of mogateway holds a
@@ -81,6 +85,10 @@ except ImportError:
 ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
           % (len(sys.argv[2]), sys.argv[2].encode()))
 CLOSE = ANSWER.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+# With a DLR URL (argv[3]), Kannel's requests (POST /kannel) are answered with the headers that make
+# smsbox ask for a receipt of the reply (final states: mask 1 + 2) and GET that URL when it comes.
+KANNEL = (ANSWER.replace(b"\r\n\r\n", b"\r\nX-Kannel-DLR-Mask: 3\r\nX-Kannel-DLR-Url: %s\r\n\r\n"
+          % sys.argv[3].encode(), 1) if len(sys.argv) > 3 else ANSWER)
 
 class Server(asyncio.Protocol):
     def connection_made(self, transport):
@@ -105,8 +113,9 @@ class Server(asyncio.Protocol):
                     close = True
             if len(buffer) < end + 4 + length:
                 break
+            kannel = buffer.startswith(b"POST /kannel")
             buffer = buffer[end + 4 + length:]
-            out.append(CLOSE if close else ANSWER)
+            out.append(CLOSE if close else KANNEL if kannel else ANSWER)
         self.buffer = buffer
         if out:
             self.transport.write(b"".join(out))
@@ -140,13 +149,14 @@ class Result:
     ack_p50_ms: float
     cpu_ms_per_mo: dict[str, float] = field(default_factory=dict)
     rss_mib: float = float("nan")
+    receipts: int = 0  # receipts the simulators sent and had answered by the time the last reply came
 
     def line(self) -> str:
         cpu = ", ".join(f"{k} {v:.3f}" for k, v in self.cpu_ms_per_mo.items())
         return (
             f"{self.name:<12} {self.mo_per_s:7.0f} MO/s   deliver_sm→submit_sm p50 {self.p50_ms:7.1f} ms  "
             f"p99 {self.p99_ms:7.1f} ms   deliver_sm_resp p50 {self.ack_p50_ms:6.1f} ms   CPU ms/MO: {cpu}"
-            f"   peak RSS {self.rss_mib:.0f} MiB"
+            f"   peak RSS {self.rss_mib:.0f} MiB   receipts {self.receipts}"
         )
 
 
@@ -166,6 +176,7 @@ async def measure(
     cpu_before = {k: tree_cpu_seconds(group) for k, group in pids.items()}
     own_before = time.process_time()
     already = [len(smsc.submits) for smsc in smscs]
+    receipts_before = sum(len(smsc.receipt_answers) for smsc in smscs)
     per_bind_rate = None if rate is None else rate / len(smscs)
     bursts = await asyncio.gather(
         *(
@@ -187,6 +198,7 @@ async def measure(
     submits = [s for smsc, before in zip(smscs, already, strict=True) for s in smsc.submits[before:]]
     cpu = {k: (tree_cpu_seconds(group) - cpu_before[k]) * 1000 / count for k, group in pids.items()}
     cpu["simulator+bench"] = (time.process_time() - own_before) * 1000 / count
+    receipts = sum(len(smsc.receipt_answers) for smsc in smscs) - receipts_before
     sent_at = {r.source: r.sent_at for r in injected}
     latencies = []
     for s in submits:
@@ -208,6 +220,7 @@ async def measure(
         percentile([(r.answered_at - r.sent_at) * 1000 for r in injected], 50),
         cpu,
         rss,
+        receipts,
     )
 
 
@@ -375,7 +388,8 @@ async def run_kannel(
 
 async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, list[Result]]:
     app_port = free_port()
-    app = start([sys.executable, "-c", FAST_APP, str(app_port), REPLY.decode()])
+    dlr_url = [f"http://127.0.0.1:{app_port}/dlr"] if args.kannel_receipts else []
+    app = start([sys.executable, "-c", FAST_APP, str(app_port), REPLY.decode(), *dlr_url])
     results: dict[str, list[Result]] = {}
     Runner = Callable[[argparse.Namespace, subprocess.Popen[bytes], int, Path, int], Awaitable[Result]]
     runners: list[tuple[str, Runner]] = [
@@ -411,6 +425,11 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=100, help="deliver_sm in flight and submit_sm window")
     parser.add_argument("--runs", type=int, default=1, help="runs per gateway; medians are printed")
     parser.add_argument("--with-kannel", action="store_true", help="also run Kannel 1.4.5 (apt: kannel)")
+    parser.add_argument(
+        "--kannel-receipts",
+        action="store_true",
+        help="Kannel asks for a receipt of every reply and GETs a DLR URL of the application for each",
+    )
     parser.add_argument(
         "--max-pending",
         type=int,
