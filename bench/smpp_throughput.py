@@ -35,6 +35,12 @@ beside the distribution's: how the interpreter was built changes the CPU per MO 
 (docs/scaling.md).
 Each must have mogateway and its dependencies installed (``PYTHON=... scripts/setup.sh`` in a clone).
 
+``--senders shuffled`` sends the same MOs from the same numbers in an order of no pattern (seeded), as
+a campaign's subscribers text, instead of in increasing order (``9198<i:08d>``, the default, which every
+series in docs/benchmarks.md before §0.11 used). mogateway indexes its MOs by number (the repeat lookup,
+the search by number), and numbers in increasing order land on the last page of that index, numbers
+in no order on a page each (docs/benchmarks.md §0.11); Kannel keeps no such index.
+
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
 
@@ -52,6 +58,7 @@ import contextlib
 import functools
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -167,11 +174,14 @@ async def measure(
     window: int,
     pids: dict[str, list[int]],
     rate: float | None = None,
+    senders: str = "ordered",
 ) -> Result:
     """Inject ``count`` MOs at ``smscs`` (each bound to one bind; the MOs dealt out among them, each
     with its own window) and wait for every reply's submit_sm.
     ``pids``: the processes of each party whose CPU is counted (a gateway's supervisor and workers)."""
     messages = [(f"9198{i:08d}", SHORTCODE, f"bench {i}") for i in range(count)]
+    if senders == "shuffled":
+        random.Random(count).shuffle(messages)  # the same order for every gateway of the run
     shares = [messages[j :: len(smscs)] for j in range(len(smscs))]
     cpu_before = {k: tree_cpu_seconds(group) for k, group in pids.items()}
     own_before = time.process_time()
@@ -333,7 +343,7 @@ async def run_mogateway(
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
             pid = int(children[0]) if children else pid
         pids = {name: process_tree(pid), "app": [app.pid]}
-        return await measure(name, smscs, args.count, args.window, pids, args.rate)
+        return await measure(name, smscs, args.count, args.window, pids, args.rate, args.senders)
     finally:
         await _stop_gateway(gateway, pid)
         for smsc in smscs:
@@ -380,7 +390,7 @@ async def run_kannel(
                 "kannel": [kannel.bearerbox.pid, kannel.smsbox.pid],
                 "app": [app.pid],
             }
-            return await measure("kannel", smscs, args.count, args.window, pids, args.rate)
+            return await measure("kannel", smscs, args.count, args.window, pids, args.rate, args.senders)
     finally:
         for smsc in smscs:
             await smsc.stop()
@@ -452,6 +462,12 @@ def main() -> None:
         help="binds (mogateway's and Kannel's), each to a simulator of its own, the MOs dealt out among them",
     )
     parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
+    parser.add_argument(
+        "--senders",
+        choices=("ordered", "shuffled"),
+        default="ordered",
+        help="the MOs' numbers in increasing order, or in an order of no pattern as real senders come",
+    )
     parser.add_argument("--profile", default="", help="py-spy raw profile of mogateway to this file")
     parser.add_argument("--gateway-src", default="", help="run mogateway from this src/ directory (A/B)")
     parser.add_argument(
@@ -472,7 +488,8 @@ def main() -> None:
             parser.exit(2, f"error: {exc}\n")
     with tempfile.TemporaryDirectory(prefix="smpp-bench-") as tmp:
         results = asyncio.run(run_all(args, Path(tmp)))
-    print(f"\n{args.count} MOs per run, window {args.window}, {args.runs} run(s); medians:")
+    senders = ", senders in no order" if args.senders == "shuffled" else ""
+    print(f"\n{args.count} MOs per run, window {args.window}{senders}, {args.runs} run(s); medians:")
     medians: dict[str, float] = {}
     width = max(12, *(len(name) for name in results))
     for name, rows in results.items():
