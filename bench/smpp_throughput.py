@@ -41,6 +41,11 @@ series in docs/benchmarks.md before §0.11 used). mogateway indexes its MOs by n
 the search by number), and numbers in increasing order land on the last page of that index, numbers
 in no order on a page each (docs/benchmarks.md §0.11); Kannel keeps no such index.
 
+``--journal-holds N`` starts every mogateway of the run on a copy of a journal that already holds N
+finished MOs from numbers drawn at random, received over the last day (``bench/_journal_fill.py``, made
+once per bench run), instead of an empty one: a gateway after weeks of traffic, whose indexes no
+longer fit in memory's nearest caches.
+
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
 
@@ -59,7 +64,9 @@ import functools
 import json
 import os
 import random
+import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -279,6 +286,25 @@ def gateway_name(workers: int | None, python: Interpreter | None = None) -> str:
     return f"{name}@{python.label}" if python is not None and python.label else name
 
 
+def held_journal_path(args: argparse.Namespace, workdir: Path) -> Path:
+    """Where the journal of ``--journal-holds`` MOs is (every gateway of the run starts on a copy)."""
+    return workdir / f"held-{args.journal_holds}.db"
+
+
+def make_held_journal(args: argparse.Namespace, workdir: Path) -> None:
+    """Make the journal of ``--journal-holds`` finished MOs, once per bench run."""
+    from _journal_fill import fill
+
+    path = held_journal_path(args, workdir)
+    began = time.monotonic()
+    asyncio.run(fill(path, args.journal_holds))
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = path.stat().st_size / 2**20
+    took = time.monotonic() - began
+    print(f"a journal of {args.journal_holds} MOs made in {took:.0f} s ({size:.0f} MiB)", flush=True)
+
+
 async def run_mogateway(
     args: argparse.Namespace,
     app: subprocess.Popen[bytes],
@@ -304,8 +330,14 @@ async def run_mogateway(
         }
         for j, smsc in enumerate(smscs)
     ]
+    database = workdir / f"{gateway_name(workers, python).replace('/', '-')}-{run}.db"
+    if args.journal_holds:
+        shutil.copyfile(held_journal_path(args, workdir), database)
+        # on disk before the gateway starts: else its first checkpoint's fsync writes the whole copy
+        with open(database, "rb+") as copy:
+            os.fsync(copy.fileno())
     env = {
-        "MOGATEWAY_DATABASE": str(workdir / f"{gateway_name(workers, python).replace('/', '-')}-{run}.db"),
+        "MOGATEWAY_DATABASE": str(database),
         "MOGATEWAY_ADMIN_TOKEN": ADMIN,
         "MOGATEWAY_INGEST_TOKEN": INGEST,
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
@@ -463,6 +495,12 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, default=None, help="pace the deliver_sm at this many per s")
     parser.add_argument(
+        "--journal-holds",
+        type=int,
+        default=0,
+        help="start mogateway on a journal already holding this many finished MOs (default: empty)",
+    )
+    parser.add_argument(
         "--senders",
         choices=("ordered", "shuffled"),
         default="ordered",
@@ -487,6 +525,8 @@ def main() -> None:
         except KannelMissing as exc:
             parser.exit(2, f"error: {exc}\n")
     with tempfile.TemporaryDirectory(prefix="smpp-bench-") as tmp:
+        if args.journal_holds:
+            make_held_journal(args, Path(tmp))
         results = asyncio.run(run_all(args, Path(tmp)))
     senders = ", senders in no order" if args.senders == "shuffled" else ""
     print(f"\n{args.count} MOs per run, window {args.window}{senders}, {args.runs} run(s); medians:")
