@@ -43,8 +43,7 @@ in no order on a page each (docs/benchmarks.md §0.11); Kannel keeps no such ind
 
 ``--journal-holds N`` starts every mogateway of the run on a copy of a journal that already holds N
 finished MOs from numbers drawn at random, received over the last day (``bench/_journal_fill.py``, made
-once per bench run), instead of an empty one: a gateway after weeks of traffic, whose indexes no
-longer fit in memory's nearest caches.
+once per bench run), instead of an empty one: a gateway after weeks of traffic.
 
 ``--rate R`` paces the deliver_sm at R per second (a steady load, not a burst) instead of writing as
 fast as the window allows: the latency figures then mean what a subscriber sees at that load.
