@@ -19,6 +19,8 @@ APP_ID = "1234567890123456"
 OLD_APP_ID = "6543210987654321"
 TOKEN = "rehearsal-token"
 BUSINESS_ID = "5550001"
+CLOUD_PHONE_NUMBER_ID = "106540352242922"
+CLOUD_DISPLAY_NUMBER = "919876543210"
 
 DEFAULT_KNOBS: dict[str, Any] = {
     "phone_number_format": "strict",  # strict: phone_number is national only; lenient: cc prefix allowed
@@ -150,6 +152,14 @@ _DEFAULT: dict[str, Any] = {
         "919876543212": _number("9876543212", name_status="PENDING_REVIEW"),
         "919876543213": _number("9876543213", sms_deliverable=False),
     },
+    # Numbers already on the Cloud API, ready for /messages (the issue's example number).
+    "cloud_numbers": {
+        CLOUD_PHONE_NUMBER_ID: {
+            "display_phone_number": CLOUD_DISPLAY_NUMBER,
+            "waba_id": DEST_WABA,
+            "registered": True,
+        }
+    },
     "knobs": dict(DEFAULT_KNOBS),
 }
 
@@ -166,7 +176,7 @@ def load_fixtures(path: Path) -> dict[str, Any]:
 def normalize(data: dict[str, Any]) -> dict[str, Any]:
     """Fill defaults so the world can rely on every key being present."""
     out = copy.deepcopy(data)
-    for section in ("apps", "tokens", "wabas", "numbers"):
+    for section in ("apps", "tokens", "wabas", "numbers", "cloud_numbers"):
         out.setdefault(section, {})
     for waba_id, waba in out["wabas"].items():
         out["wabas"][waba_id] = _waba(**waba)

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, not_found, trace_id
+from mogateway.testing.fake_graph.messaging import Messaging
 from mogateway.testing.fake_graph.world import World
 
 VERSION_RE = re.compile(r"^v\d+\.\d+$")
@@ -25,6 +26,7 @@ WORLD_KEY = web.AppKey("world", World)
 FAULTS_KEY = web.AppKey("faults", list)
 LOG_KEY = web.AppKey("log", list)
 INITIAL_KEY = web.AppKey("initial", dict)
+MESSAGING_KEY = web.AppKey("messaging", Messaging)
 
 
 @dataclass
@@ -81,6 +83,11 @@ def create_app(fixtures: dict[str, Any]) -> web.Application:
     app[FAULTS_KEY] = []
     app[LOG_KEY] = []
     app[INITIAL_KEY] = fixtures
+    app[MESSAGING_KEY] = Messaging()
+    app.router.add_get("/__fake/messages", _messages)
+    app.router.add_get("/__fake/messages/reads", _reads)
+    app.router.add_post("/__fake/messages/errors", _script_error)
+    app.router.add_delete("/__fake/messages/errors", _clear_scripted)
     app.router.add_get("/__fake/outbox", _outbox)
     app.router.add_get("/__fake/state", _state)
     app.router.add_get("/__fake/requests", _requests)
@@ -151,7 +158,11 @@ async def _graph(request: web.Request) -> web.StreamResponse:
             latency = float(world.knobs.get("register_latency_s") or 0)
             if latency:
                 await asyncio.sleep(latency)
-        body = _dispatch(world, token, method, tail.split("/"), params)
+        parts = tail.split("/")
+        if method == "POST" and len(parts) == 2 and parts[1] == "messages":
+            body = request.app[MESSAGING_KEY].handle(world, token, parts[0], params, world.clock.now())
+        else:
+            body = _dispatch(world, token, method, parts, params)
     except FakeGraphError as err:
         return web.json_response(err.envelope(trace), status=err.http_status, headers=headers)
     if fault is not None:
@@ -269,4 +280,43 @@ async def _reset(request: web.Request) -> web.Response:
         request.app[WORLD_KEY].knobs.update(body["knobs"])
     request.app[FAULTS_KEY].clear()
     request.app[LOG_KEY].clear()
+    request.app[MESSAGING_KEY].reset()
     return web.json_response({"reset": True})
+
+
+async def _messages(request: web.Request) -> web.Response:
+    """Every send so far; ``?to=`` and ``?phone_number_id=`` filter."""
+    to = request.query.get("to", "").replace("+", "").replace(" ", "")
+    pid = request.query.get("phone_number_id", "")
+    items = [
+        m
+        for m in request.app[MESSAGING_KEY].messages
+        if (not to or m["to"] == to) and (not pid or m["phone_number_id"] == pid)
+    ]
+    return web.json_response({"data": items})
+
+
+async def _reads(request: web.Request) -> web.Response:
+    return web.json_response({"data": request.app[MESSAGING_KEY].reads})
+
+
+async def _script_error(request: web.Request) -> web.Response:
+    """``{"code": 131047, "to": "9198...", "times": 2, "details": "..."}``: see Messaging.script."""
+    body = await _json_object(request)
+    code, to, times, details = body.get("code"), body.get("to"), body.get("times"), body.get("details")
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise web.HTTPBadRequest(text="code must be an integer")
+    if to is not None and not isinstance(to, str):
+        raise web.HTTPBadRequest(text="to must be a string")
+    if times is not None and (not isinstance(times, int) or times < 1):
+        raise web.HTTPBadRequest(text="times must be a positive integer")
+    if details is not None and not isinstance(details, str):
+        raise web.HTTPBadRequest(text="details must be a string")
+    messaging = request.app[MESSAGING_KEY]
+    messaging.script(code, to=to, times=times, details=details)
+    return web.json_response({"scripted": len(messaging.scripted)})
+
+
+async def _clear_scripted(request: web.Request) -> web.Response:
+    request.app[MESSAGING_KEY].scripted.clear()
+    return web.json_response({"scripted": 0})

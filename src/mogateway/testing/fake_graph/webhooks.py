@@ -1,0 +1,329 @@
+"""Meta's side of WhatsApp webhooks, for tests and demos: bodies shaped like Meta's, signed like Meta's.
+
+Build the messages and statuses, then send them in one body::
+
+    from mogateway.testing.fake_graph import webhooks as wh
+
+    with wh.WebhookSender("http://127.0.0.1:8080/v1/whatsapp/webhook", app_secret="s3cret") as meta:
+        assert meta.handshake("my-verify-token").text == "1158201444"
+        first = meta.send(wh.text("919812345678", "BAL नमस्ते"), wh.button_reply("9198123", "b", "Balance"))
+        assert first.status == 200
+        meta.redeliver(first)                      # the same bytes, the same signature, as Meta retries
+        meta.send(statuses=[wh.status(reply_wamid, "read", "919812345678")])
+
+A body is serialised once, with non-ASCII text as UTF-8 (not ``\\u`` escapes), and signed over exactly
+those bytes (``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 keyed with the app secret>``), so a receiver
+that re-serialises before checking fails as it would with Meta.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from mogateway.core.whatsapp import SIGNATURE_HEADER, sign_body
+from mogateway.testing.fake_graph.fixtures import CLOUD_DISPLAY_NUMBER, CLOUD_PHONE_NUMBER_ID, DEST_WABA
+
+__all__ = [
+    "Delivery",
+    "WebhookSender",
+    "button_reply",
+    "encode",
+    "list_reply",
+    "media",
+    "merge",
+    "quick_reply",
+    "status",
+    "text",
+    "webhook_body",
+]
+
+_counter = itertools.count(1)
+
+
+def new_wamid() -> str:
+    """A fresh inbound-looking wamid."""
+    return f"wamid.HBgM{secrets.token_hex(12).upper()}{next(_counter):06d}"
+
+
+def _message(
+    sender: str,
+    kind: str,
+    content: dict[str, Any],
+    wamid: str | None,
+    timestamp: int | None,
+    context: str | None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "from": sender,
+        "id": wamid or new_wamid(),
+        "timestamp": str(int(time.time()) if timestamp is None else timestamp),
+        "type": kind,
+        kind: content,
+    }
+    if context:
+        message["context"] = {"from": CLOUD_DISPLAY_NUMBER, "id": context}
+    return message
+
+
+def text(
+    sender: str,
+    body: str,
+    *,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """A text message from ``sender`` (digits)."""
+    return _message(sender, "text", {"body": body}, wamid, timestamp, context)
+
+
+def button_reply(
+    sender: str,
+    reply_id: str,
+    title: str,
+    *,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """A tap on an interactive reply button."""
+    content = {"type": "button_reply", "button_reply": {"id": reply_id, "title": title}}
+    return _message(sender, "interactive", content, wamid, timestamp, context)
+
+
+def list_reply(
+    sender: str,
+    reply_id: str,
+    title: str,
+    description: str = "",
+    *,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """A choice from an interactive list."""
+    content = {
+        "type": "list_reply",
+        "list_reply": {"id": reply_id, "title": title, "description": description},
+    }
+    return _message(sender, "interactive", content, wamid, timestamp, context)
+
+
+def quick_reply(
+    sender: str,
+    text: str,
+    payload: str | None = None,
+    *,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """A template's quick-reply button (type ``button``)."""
+    content = {"payload": payload if payload is not None else text, "text": text}
+    return _message(sender, "button", content, wamid, timestamp, context)
+
+
+_MIME = {
+    "image": "image/jpeg",
+    "audio": "audio/ogg; codecs=opus",
+    "video": "video/mp4",
+    "document": "application/pdf",
+    "sticker": "image/webp",
+}
+
+
+def media(
+    sender: str,
+    kind: str,
+    *,
+    caption: str | None = None,
+    media_id: str | None = None,
+    mime_type: str | None = None,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """An image, audio, video, document or sticker (the media itself is not served)."""
+    if kind not in _MIME:
+        raise ValueError(f"media kind must be one of {sorted(_MIME)}")
+    content: dict[str, Any] = {
+        "mime_type": mime_type or _MIME[kind],
+        "sha256": secrets.token_urlsafe(32),
+        "id": media_id or str(1003383421387000 + next(_counter)),
+    }
+    if caption is not None:
+        content["caption"] = caption
+    return _message(sender, kind, content, wamid, timestamp, context)
+
+
+def status(
+    wamid: str,
+    value: str,
+    recipient: str,
+    *,
+    timestamp: int | None = None,
+    error_code: int | None = None,
+    error_title: str = "",
+    details: str = "",
+) -> dict[str, Any]:
+    """A status of a message the business sent (``sent``, ``delivered``, ``read``, ``failed``)."""
+    item: dict[str, Any] = {
+        "id": wamid,
+        "status": value,
+        "timestamp": str(int(time.time()) if timestamp is None else timestamp),
+        "recipient_id": recipient,
+    }
+    if value in ("sent", "delivered"):
+        item["conversation"] = {"id": secrets.token_hex(16), "origin": {"type": "service"}}
+        item["pricing"] = {"billable": False, "pricing_model": "CBP", "category": "service"}
+    if error_code is not None:
+        item["errors"] = [
+            {
+                "code": error_code,
+                "title": error_title,
+                "message": error_title,
+                "error_data": {"details": details},
+            }
+        ]
+    return item
+
+
+def webhook_body(
+    messages: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    *,
+    phone_number_id: str = CLOUD_PHONE_NUMBER_ID,
+    display_phone_number: str = CLOUD_DISPLAY_NUMBER,
+    waba_id: str = DEST_WABA,
+    errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One entry with one ``messages`` change carrying ``messages``, ``statuses`` and ``errors``."""
+    value: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": display_phone_number, "phone_number_id": phone_number_id},
+    }
+    senders = list(dict.fromkeys(m["from"] for m in messages))
+    if senders:
+        value["contacts"] = [
+            {"profile": {"name": (names or {}).get(s, "Test User")}, "wa_id": s} for s in senders
+        ]
+        value["messages"] = list(messages)
+    if statuses:
+        value["statuses"] = list(statuses)
+    if errors:
+        value["errors"] = list(errors)
+    change = {"value": value, "field": "messages"}
+    return {"object": "whatsapp_business_account", "entry": [{"id": waba_id, "changes": [change]}]}
+
+
+def merge(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """Several bodies' entries in one body (as Meta batches them)."""
+    return {"object": "whatsapp_business_account", "entry": [e for b in bodies for e in b["entry"]]}
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """The bytes Meta would send: compact JSON, non-ASCII as UTF-8."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One POST of a webhook and its answer."""
+
+    body: bytes
+    signature: str | None
+    status: int
+    text: str
+
+
+class WebhookSender:
+    """Posts signed webhooks to ``url`` as Meta does (a sync httpx client; close it, or use ``with``)."""
+
+    def __init__(
+        self,
+        url: str,
+        app_secret: str,
+        *,
+        phone_number_id: str = CLOUD_PHONE_NUMBER_ID,
+        display_phone_number: str = CLOUD_DISPLAY_NUMBER,
+        waba_id: str = DEST_WABA,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.app_secret = app_secret
+        self.phone_number_id = phone_number_id
+        self.display_phone_number = display_phone_number
+        self.waba_id = waba_id
+        self._http = httpx.Client(timeout=timeout_s, headers={"User-Agent": "facebookexternalua"})
+        self.deliveries: list[Delivery] = []
+
+    def body(
+        self,
+        *messages: dict[str, Any],
+        statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+        errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    ) -> bytes:
+        """The encoded body for this sender's number."""
+        return encode(
+            webhook_body(
+                messages,
+                statuses,
+                phone_number_id=self.phone_number_id,
+                display_phone_number=self.display_phone_number,
+                waba_id=self.waba_id,
+                errors=errors,
+            )
+        )
+
+    def send(
+        self,
+        *messages: dict[str, Any],
+        statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+        errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    ) -> Delivery:
+        """Build, sign and post one body."""
+        return self.post(self.body(*messages, statuses=statuses, errors=errors))
+
+    def post(self, body: bytes, *, signed: bool = True, signature: str | None = None) -> Delivery:
+        """Post ``body`` as is: signed (the default), with the ``signature`` given, or unsigned."""
+        header = (
+            signature if signature is not None else (sign_body(body, self.app_secret) if signed else None)
+        )
+        headers = {"Content-Type": "application/json"}
+        if header is not None:
+            headers[SIGNATURE_HEADER] = header
+        answer = self._http.post(self.url, content=body, headers=headers)
+        delivery = Delivery(body, header, answer.status_code, answer.text)
+        self.deliveries.append(delivery)
+        return delivery
+
+    def redeliver(self, delivery: Delivery) -> Delivery:
+        """Post the same bytes with the same signature again, as Meta retries."""
+        return self.post(delivery.body, signed=delivery.signature is not None, signature=delivery.signature)
+
+    def handshake(
+        self, verify_token: str, *, challenge: str = "1158201444", mode: str = "subscribe"
+    ) -> httpx.Response:
+        """The verification GET Meta sends when a callback URL is set."""
+        params = {"hub.mode": mode, "hub.verify_token": verify_token, "hub.challenge": challenge}
+        return self._http.get(self.url, params=params)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> WebhookSender:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
