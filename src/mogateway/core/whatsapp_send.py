@@ -191,7 +191,7 @@ def mark_read_request(wamid: str) -> bytes:
 
 def utf16_units(text: str) -> int:
     """The length of ``text`` in UTF-16 code units."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 _ZWJ: Final = "\u200d"
@@ -244,9 +244,12 @@ def split_text(text: str, limit: int = MAX_TEXT_UNITS) -> list[str]:
 
 def _fit(text: str, start: int, limit: int) -> int:
     """The largest end such that ``text[start:end]`` has at most ``limit`` UTF-16 units."""
+    end = min(len(text), start + limit)
+    if utf16_units(text[start:end]) <= limit:
+        return end
     units = 0
     i = start
-    while i < len(text):
+    while i < end:
         units += 2 if ord(text[i]) > 0xFFFF else 1
         if units > limit:
             return i
@@ -257,12 +260,18 @@ def _fit(text: str, start: int, limit: int) -> int:
 def _best_break(text: str, start: int, end: int) -> int:
     """Where the part ``text[start:end]`` (too long to end the text) should end."""
     half = start + max(1, (end - start) // 2)
-    for separator in ("\n\n", "\n", None):
-        i = end
-        while i > half:
-            if _whitespace_end(text, i, separator) and _can_break(text, i):
-                return i
-            i -= 1
+    for separator in ("\n\n", "\n"):
+        pos = text.rfind(separator, start, end)
+        while pos >= 0 and pos + len(separator) > half:
+            cut = pos + len(separator)
+            if _whitespace_end(text, cut, separator) and _can_break(text, cut):
+                return cut
+            pos = text.rfind(separator, start, cut - 1)
+    i = end
+    while i > half:
+        if _whitespace_end(text, i, None) and _can_break(text, i):
+            return i
+        i -= 1
     i = end
     while i > start + 1 and not _can_break(text, i):
         i -= 1
