@@ -16,12 +16,12 @@ import pytest
 from client_servers import ADAPTERS, serve_handler
 
 from mogateway.client import InboundMessage, KeywordRouter
+from mogateway.core.timeline import FINAL_STATES
 
 pytestmark = pytest.mark.slow
 
 ADMIN_TOKEN = "admin-token-for-e2e-tests"
 INGEST_TOKEN = "ingest-token-for-e2e-tests"
-SETTLED = {"replied", "delivered", "no_reply", "timed_out", "http_error", "bad_response", "failed"}
 
 
 def _free_port() -> int:
@@ -110,7 +110,7 @@ def _push_and_settle(api: httpx.Client, shortcode: str, message: str) -> dict[st
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         record: dict[str, Any] = api.get(f"/v1/messages/{mo_id}").json()
-        if record["state"] in SETTLED:
+        if record["state"] in FINAL_STATES:
             return record
         time.sleep(0.05)
     raise AssertionError(f"message {mo_id} did not settle: {record}")

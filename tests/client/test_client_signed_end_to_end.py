@@ -21,6 +21,7 @@ from client_servers import ADAPTERS, serve_handler
 
 from mogateway.client import InboundMessage
 from mogateway.core.contract import parse_tsiso
+from mogateway.core.timeline import FINAL_STATES
 from mogateway.testing.recorder import CallbackRecorder, RecordedCall
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.slow
 ADMIN_TOKEN = "admin-token-for-signed-e2e"
 INGEST_TOKEN = "ingest-token-for-signed-e2e"
 GRACE_S = 2.0
-SETTLED = {"replied", "delivered", "no_reply", "timed_out", "http_error", "bad_response", "failed"}
 _shortcodes = iter(range(57000, 58000))
 
 
@@ -118,7 +118,7 @@ def push_and_settle(api: httpx.Client, client: dict[str, Any], message: str) -> 
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         record: dict[str, Any] = api.get(f"/v1/messages/{mo_id}").json()
-        if record["state"] in SETTLED:
+        if record["state"] in FINAL_STATES:
             return record
         time.sleep(0.05)
     raise AssertionError(f"message {mo_id} did not settle: {record}")

@@ -1,4 +1,5 @@
-"""The pure layers stay pure: an import check of every module in ``core/`` and ``smpp/`` (DESIGN.md, rule 1).
+"""The pure layers stay pure: an import check of every module in ``core/`` and ``smpp/``
+(docs/architecture.md, "Arrows point inward": they use no sockets, files, threads or clocks not given).
 
 Rules, checked on each module's syntax tree (so a lazy import inside a function, or one under
 ``TYPE_CHECKING``, counts like any other: it is still a dependency):

@@ -71,7 +71,7 @@ async def test_an_smsc_outage_is_three_log_lines_however_many_reconnects_fail(
     try:
         assert await bind.wait_bound(5)
         await smsc.stop()
-        await asyncio.sleep(1.5)  # a dozen or more failed reconnects
+        await _until(lambda: bind._failed_attempts >= 12)  # a dozen failed reconnects, then it comes back
         smsc = await SimulatedSmsc(port=port, system_id="gw", password="pw").start()
         assert await bind.wait_bound(5)
     finally:

@@ -204,7 +204,7 @@ class StoredOut(BaseModel):
     """What became of one pushed MO (``duplicate``: this source id was stored before)."""
 
     id: str | None = None
-    state: str
+    state: State | Literal["invalid"]
     duplicate: bool | None = None
     field: str | None = None
     reason: str | None = None

@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Column, Table
+from rich.text import Text
 
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
+from mogateway.core.timeline import STATES, tone
 
-__all__ = ["register", "render_message"]
+__all__ = ["messages_table", "register", "render_message"]
 
 messages_app = typer.Typer(help="Find messages, read their timelines, replay them.", no_args_is_help=True)
 
-_STATE_STYLE = {
-    "replied": "green",
-    "delivered": "green",
-    "answered": "green",
-    "no_reply": "cyan",
-    "queued": "yellow",
-    "replying": "yellow",
-    "reply_unknown": "magenta",
-    "rejected": "red",
-    "unroutable": "red",
-}
+#: The colour of each tone of a state (core.timeline.tone), so that no state is listed here.
+_TONE_STYLE = {"waiting": "yellow", "good": "green", "unsure": "magenta", "bad": "red"}
+
+
+def _styled(state: str) -> str:
+    try:
+        style = _TONE_STYLE[tone(state)]
+    except ValueError:  # a state this CLI does not know yet (a newer gateway): shown plain
+        return escape(state)
+    return f"[{style}]{escape(state)}[/{style}]"
 
 
 def render_message(m: dict[str, Any]) -> None:
-    style = _STATE_STYLE.get(m["state"], "red")
-    console.print(f"[bold]{m['id']}[/bold]  [{style}]{m['state']}[/{style}]")
+    console.print(f"[bold]{m['id']}[/bold]  {_styled(m['state'])}")
     head = Table(show_header=False, box=None)
     head.add_row("from", m["msisdn"])
     head.add_row("to", m["shortcode"])
@@ -52,11 +54,73 @@ def render_message(m: dict[str, Any]) -> None:
     console.print(table)
 
 
+#: From this width on, the list shows every column; below it, only what a person scans for.
+WIDE = 140
+
+
+def _when(value: str | None, wide: bool) -> str:
+    """The time received: whole when there is room; else the time alone for today, the day and minute
+    for this year, the date for earlier years (in the gateway's time zone, as the API gives it)."""
+    if not value:
+        return "-"
+    moment = datetime.fromisoformat(value)
+    if wide:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    today = datetime.now(moment.tzinfo).date()
+    if moment.date() == today:
+        return moment.strftime("%H:%M:%S")
+    return moment.strftime("%m-%d %H:%M" if moment.year == today.year else "%Y-%m-%d")
+
+
+def messages_table(messages: list[dict[str, Any]], width: int) -> Table:
+    """The list of messages for a terminal ``width`` columns wide.
+
+    The id, the sender and the state are always whole (people copy ids, look for a number, scan the
+    states); the text takes the room that is left and ends in an ellipsis. Narrower than :data:`WIDE`,
+    the shortcode and the reply are left out (``messages show`` has them) and the time is short."""
+    wide = width >= WIDE
+    rows = []
+    for m in messages:
+        # Texts are the subscriber's and the application's: escaped, so that "[b]" stays "[b]".
+        cells = {
+            "id": m["id"],
+            "received": _when(m.get("received_at"), wide),
+            "from": escape(m["msisdn"]),
+            "to": escape(m["shortcode"]),
+            "state": _styled(m["state"]),
+            "message": escape(" ".join(m["message"].split())),  # one line each
+            "reply": escape(" ".join((m.get("reply") or "").split())),
+        }
+        rows.append(cells)
+    whole = ["id", "received", "from", *(["to"] if wide else []), "state"]
+    texts = ["message", *(["reply"] if wide else [])]
+
+    def room(name: str) -> int:  # the widest cell, so that the column is never cut
+        plain = [Text.from_markup(row[name]).cell_len for row in rows]
+        return max([len(name), *plain])
+
+    widths = {name: room(name) for name in whole}
+    # What is left (one space between columns) goes to the texts; rich cannot shrink whole columns.
+    left = max(10 * len(texts), width - sum(widths.values()) - len(whole) - len(texts) + 1)
+    widths |= {name: min(left // len(texts), room(name)) for name in texts}
+    table = Table(
+        *(Column(name, width=widths[name], no_wrap=True) for name in whole),
+        *(Column(name, width=widths[name], no_wrap=True, overflow="ellipsis") for name in texts),
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        header_style="bold",
+    )
+    for row in rows:
+        table.add_row(*(row[name] for name in (*whole, *texts)))
+    return table
+
+
 @messages_app.command("list")
 def list_(
     shortcode: str | None = typer.Option(None, "--shortcode"),
     msisdn: str | None = typer.Option(None, "--msisdn"),
-    state: str | None = typer.Option(None, "--state"),
+    state: str | None = typer.Option(None, "--state", help="One of: " + ", ".join(STATES) + "."),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 with offset, or unix seconds."),
     limit: int = typer.Option(50, "--limit"),
     url: str = URL_OPTION,
@@ -69,22 +133,7 @@ def list_(
     if as_json:
         print_json(data)
         return
-    # Ids must stay whole (people copy them), whatever the terminal's width.
-    table = Table(
-        Column("id", no_wrap=True, min_width=26), "received", "from", "to", "state", "message", "reply"
-    )
-    for m in data["messages"]:
-        style = _STATE_STYLE.get(m["state"], "red")
-        table.add_row(
-            m["id"],
-            m["received_at"],
-            m["msisdn"],
-            m["shortcode"],
-            f"[{style}]{m['state']}[/{style}]",
-            m["message"][:40],
-            (m.get("reply") or "")[:40],
-        )
-    console.print(table)
+    console.print(messages_table(data["messages"], console.width))
 
 
 @messages_app.command("show")

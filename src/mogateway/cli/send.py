@@ -10,23 +10,9 @@ import typer
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, fail, print_json
 from mogateway.cli.exit_codes import Exit
 from mogateway.cli.messages import render_message
+from mogateway.core.timeline import FINAL_STATES
 
 __all__ = ["register"]
-
-_FINAL = {
-    "replied",
-    "delivered",
-    "undelivered",
-    "reply_failed",
-    "reply_blocked",
-    "no_reply",
-    "timed_out",
-    "http_error",
-    "bad_response",
-    "failed",
-    "unroutable",
-    "rejected",
-}
 
 
 def register(app: typer.Typer) -> None:
@@ -58,9 +44,9 @@ def register(app: typer.Typer) -> None:
         deadline = time.monotonic() + wait
         while True:
             data = admin.call("GET", f"/v1/messages/{result['id']}")
-            if data["state"] in _FINAL or time.monotonic() > deadline:
+            if data["state"] in FINAL_STATES or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         print_json(data) if as_json else render_message(data)
-        if data["state"] not in _FINAL:
+        if data["state"] not in FINAL_STATES:
             fail(f"no outcome within {wait:g} s (state {data['state']})", Exit.NOT_YET)

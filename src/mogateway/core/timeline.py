@@ -36,10 +36,15 @@ from mogateway.core.contract import OutcomeKind
 from mogateway.core.immutable import immutable
 
 __all__ = [
+    "FAILED_STATES",
     "FINAL_STATES",
+    "NO_REPLY_STATES",
     "REPLAYABLE_STATES",
+    "REPLIED_STATES",
+    "STATES",
     "TABLE",
     "UNFINISHED_STATES",
+    "UNSENT_STATES",
     "Change",
     "Event",
     "EventKind",
@@ -51,6 +56,7 @@ __all__ = [
     "qualifier_of",
     "state_for_outcome",
     "step_for",
+    "tone",
     "transition",
 ]
 
@@ -90,9 +96,54 @@ class EventKind(enum.StrEnum):
     NOTE = "note"
 
 
+# The groups every reader of states takes from here (the console, the CLI, the templates, the API's
+# enums), so that a new state is placed once. tests/core/test_state_groups.py pins each state to its
+# groups and each reader to these.
+
+#: Every state, in the order a person reads them (a message's life from left to right): a filter offers these.
+STATES: Final = tuple(State)
+#: Waiting: the gateway will move the message on by itself (its callback, its reply's handover).
 UNFINISHED_STATES: Final = frozenset({State.QUEUED, State.ANSWERED, State.REPLYING})
+#: Nothing more happens by itself (a receipt may still move a replied message): waiting for an outcome ends.
 FINAL_STATES: Final = frozenset(State) - UNFINISHED_STATES
+#: Final states an operator may send through the callback again.
 REPLAYABLE_STATES: Final = FINAL_STATES - {State.REJECTED}
+#: A reply channel took the reply (a delivery receipt may follow and say whether it reached the handset).
+REPLIED_STATES: Final = frozenset({State.REPLIED, State.DELIVERED, State.UNDELIVERED})
+#: The application's reply did not surely leave: refused, blocked by DLT rules, or possibly sent.
+UNSENT_STATES: Final = frozenset({State.REPLY_FAILED, State.REPLY_BLOCKED, State.REPLY_UNKNOWN})
+#: Ended without a reply to send (refused at intake, no answer, a blank one): nothing went to the sender.
+NO_REPLY_STATES: Final = FINAL_STATES - REPLIED_STATES - UNSENT_STATES
+#: Ended in a way an operator should look at: the callback, the reply or its delivery failed.
+FAILED_STATES: Final = frozenset(
+    {
+        State.UNDELIVERED,
+        State.REPLY_FAILED,
+        State.REPLY_BLOCKED,
+        State.TIMED_OUT,
+        State.HTTP_ERROR,
+        State.BAD_RESPONSE,
+        State.FAILED,
+        State.UNROUTABLE,
+        State.REJECTED,
+    }
+)
+
+
+def tone(state: str) -> str:
+    """How a state reads at a glance (the colour the console and the CLI give it): ``waiting``
+    (unfinished), ``bad`` (failed), ``unsure`` (the reply may have gone out) or ``good`` (replied or
+    delivered, or no reply was wanted). Takes the state's name, as the API documents carry it."""
+    if state in UNFINISHED_STATES:
+        return "waiting"
+    if state in FAILED_STATES:
+        return "bad"
+    if state == State.REPLY_UNKNOWN:
+        return "unsure"
+    if state in FINAL_STATES:
+        return "good"
+    raise ValueError(f"not a state: {state!r}")
+
 
 _OUTCOME_STATE: Final = {
     OutcomeKind.REPLY: State.ANSWERED,

@@ -18,6 +18,13 @@ exactly what the callback contract needs and nothing else:
   request line or Host header with anything but visible ASCII is never written: a control character
   there would split or smuggle a request. Such a URL is refused (UrlRefused) before connecting.
 
+* Quick ACKs (Linux): the answer's bytes are acknowledged at once (``TCP_QUICKACK``, re-armed after the
+  request is written and after every read, because the kernel drops it again by itself). An application
+  that writes its headers and its body in two writes without ``TCP_NODELAY`` (Python's ``http.server``,
+  several dev servers) otherwise waits, in Nagle's algorithm, for the ACK of its headers, which a
+  kept-alive connection delays up to 40 ms: every callback took 40 ms more (docs/client.md,
+  bench/callback_nagle.py).
+
 Deadlines are the caller's (``service.deadline`` around :meth:`Http1Client.post`); a cancelled request
 closes its connection, so a late answer can never be taken for the next request's.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import ssl
 import time
 from functools import lru_cache
@@ -48,6 +56,8 @@ _MAX_IDLE_PER_ORIGIN = 1024
 _FRAMING = (b"content-length", b"transfer-encoding")
 #: What a request target and a Host header may hold: visible ASCII, nothing else (no space, no controls).
 _VISIBLE_ASCII = re.compile(rb"[\x21-\x7e]+")
+#: Linux's TCP_QUICKACK (None elsewhere: nothing is set).
+_TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
 @immutable
@@ -87,8 +97,10 @@ def _target(url: str) -> _Target:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; one request at a time."""
 
-    def __init__(self, max_body: int) -> None:
+    def __init__(self, max_body: int, quick_ack: bool = True) -> None:
         self._max_body = max_body
+        self._quick_ack = quick_ack and _TCP_QUICKACK is not None
+        self._socket: Any = None
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
@@ -117,8 +129,19 @@ class _Connection(asyncio.Protocol):
         # One parser for the connection's life: llhttp starts on the next answer by itself after a
         # complete one (keep-alive); a connection whose answer was not complete is never reused.
         self._parser = httptools.HttpResponseParser(self)
+        if self._quick_ack:
+            self._socket = transport.get_extra_info("socket")
+
+    def _ack_quickly(self) -> None:
+        """Acknowledge what arrives next at once (the kernel turns this off again by itself)."""
+        if self._socket is not None:
+            try:
+                self._socket.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+            except OSError:  # closed under us, or not TCP after all: nothing to speed up
+                self._socket = None
 
     def data_received(self, data: bytes) -> None:
+        self._ack_quickly()
         waiter = self._waiter
         if waiter is None or waiter.done():
             # Bytes nobody asked for: the connection is out of step; never reuse it.
@@ -209,6 +232,7 @@ class _Connection(asyncio.Protocol):
         self._reset()
         self._waiter = loop.create_future()
         self.transport.write(request)
+        self._ack_quickly()
         return self._waiter
 
     @property
@@ -231,8 +255,10 @@ class Http1Client:
         max_body: int = MAX_RESPONSE_BYTES,
         ssl_context: ssl.SSLContext | None = None,
         resolve: Resolver = system_resolver,
+        quick_ack: bool = True,
     ) -> None:
         self._allow_private = allow_private
+        self._quick_ack = quick_ack
         self._resolve = resolve
         self._max_body = max_body
         self._ssl = ssl_context
@@ -336,7 +362,7 @@ class Http1Client:
         for family, address in await self._addresses(target.host, target.port):
             try:
                 _, conn = await loop.create_connection(
-                    lambda: _Connection(self._max_body),
+                    lambda: _Connection(self._max_body, self._quick_ack),
                     address,
                     target.port,
                     family=family,

@@ -13,7 +13,6 @@ from mogateway.api.console.messages import summarize
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session
 from mogateway.api.console.web import (
-    FINAL_STATES,
     guard,
     inline,
     not_found,
@@ -24,6 +23,7 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
+from mogateway.core.timeline import FINAL_STATES
 
 __all__ = ["router"]
 

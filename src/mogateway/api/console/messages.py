@@ -11,8 +11,6 @@ from starlette.responses import Response
 
 from mogateway.api.console.render import html
 from mogateway.api.console.web import (
-    FINAL_STATES,
-    STATES,
     guard,
     not_found,
     page_context,
@@ -21,6 +19,7 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
+from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
 __all__ = ["router", "summarize"]
 
@@ -78,7 +77,7 @@ async def messages(request: Request) -> Response:
         q=q,
         clients=listing["clients"],
         names=names,
-        states=STATES,
+        states=[s.value for s in STATES],
         found=found["messages"],
         next_url=next_url,
         paged=bool(before),
@@ -125,7 +124,7 @@ async def message_page(request: Request, message_id: str) -> Response:
         message=message,
         summary=summarize(message),
         details=event_details,
-        replayable=message["state"] in FINAL_STATES and message["state"] != "rejected",
+        replayable=message["state"] in REPLAYABLE_STATES,
     )
     return html("message.html", context)
 

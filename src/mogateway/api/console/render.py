@@ -15,6 +15,8 @@ from typing import Any
 import jinja2
 from starlette.responses import HTMLResponse
 
+from mogateway.core.timeline import NO_REPLY_STATES, tone
+
 __all__ = ["SECURITY_HEADERS", "chart", "environment", "html"]
 
 SECURITY_HEADERS = {
@@ -111,7 +113,7 @@ environment = jinja2.Environment(
     lstrip_blocks=True,
 )
 environment.filters.update(when=when, ago=ago, num=num, pct=pct, ms=ms)
-environment.globals.update(utc_offset=utc_offset, chart=chart)
+environment.globals.update(utc_offset=utc_offset, chart=chart, tone=tone, NO_REPLY_STATES=NO_REPLY_STATES)
 
 
 def render(template: str, context: dict[str, Any]) -> str:

@@ -30,8 +30,6 @@ from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle
 
 __all__ = [
     "COOKIE",
-    "FINAL_STATES",
-    "STATES",
     "ConsoleState",
     "guard",
     "inline",
@@ -49,28 +47,6 @@ __all__ = [
 ]
 
 COOKIE = "mogateway_console"
-
-FINAL_STATES = frozenset(
-    {
-        "replied",
-        "delivered",
-        "undelivered",
-        "reply_failed",
-        "no_reply",
-        "timed_out",
-        "http_error",
-        "bad_response",
-        "failed",
-        "unroutable",
-        "rejected",
-    }
-)
-STATES = (
-    "queued",
-    "dispatching",
-    "answered",
-    *sorted(FINAL_STATES),
-)
 
 
 class ConsoleState:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -264,3 +265,46 @@ async def test_https_with_certificate_verification(serve) -> None:
     with pytest.raises(ConnectFailed):
         await untrusting.post(f"https://localhost:{srv.port}/", b"", {})
     await untrusting.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
+@pytest.mark.parametrize("quick_ack", [True, False])
+async def test_answers_are_acknowledged_at_once_on_a_kept_alive_connection(serve, quick_ack: bool) -> None:
+    """Between a request and its answer, the client's socket is in quick-ACK mode: an application that
+    writes its headers and body in two writes without TCP_NODELAY gets its headers acknowledged at once
+    instead of after Linux's delayed-ACK timer (40 ms a callback; the figures: bench/callback_nagle.py).
+    Without it (the control), a request sent right after an answer puts the connection in the kernel's
+    interactive mode, which delays ACKs — the very case."""
+    answered = asyncio.Event()
+    holding = asyncio.Event()
+
+    def factory(srv: RawServer) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while await srv.read_request(reader) is not None:
+                if len(srv.requests) > 1:  # hold the second answer while the test looks
+                    holding.set()
+                    await answered.wait()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\n")
+                await writer.drain()
+                writer.write(b"OK")  # a second write, as http.server makes
+                await writer.drain()
+
+        return handler
+
+    srv = await serve(factory)
+    client = Http1Client(allow_private=True, quick_ack=quick_ack)
+    url = f"http://127.0.0.1:{srv.port}/cb"
+    assert (await client.post(url, b"1", {})).body == b"OK"
+    (conn,) = [conn for idle in client._idle.values() for conn in idle]
+    sock = conn.transport.get_extra_info("socket")
+    second = asyncio.create_task(client.post(url, b"2", {}))
+    await asyncio.wait_for(holding.wait(), 5)
+    mode = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK)
+    answered.set()
+    assert (await asyncio.wait_for(second, 5)).body == b"OK"
+    await client.close()
+    assert srv.connections == 1
+    if quick_ack:
+        assert mode == 1
+    elif mode == 1:
+        pytest.skip("this kernel did not delay ACKs on the connection: the control shows nothing")

@@ -1,0 +1,130 @@
+"""The readers of message states on a running gateway: ``mogateway send --wait`` and ``messages list``
+(through typer's runner, as a person runs them) and the console's filter and test MO, each of which kept a
+list of states of its own once. (The lists themselves are pinned in tests/core/test_state_groups.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, InProcessGateway
+from typer.testing import CliRunner
+
+from mogateway.cli import app as cli
+from mogateway.cli.exit_codes import Exit
+from mogateway.core.timeline import STATES
+from mogateway.testing.recorder import Answer, CallbackRecorder
+
+SC = "56767"
+MSISDN = "919812345678"
+PE = "1201159178420181234"
+
+pytestmark = pytest.mark.slow
+
+
+def run(gw: InProcessGateway, *args: str, columns: int = 200) -> Any:
+    env = {
+        "MOGATEWAY_URL": gw.url,
+        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
+        "COLUMNS": str(columns),
+    }
+    return CliRunner().invoke(cli, list(args), env=env)
+
+
+def blocking_client(gw: InProcessGateway, app: CallbackRecorder, **fields: Any) -> dict[str, Any]:
+    """A client whose replies its DLT rules block: its messages end ``reply_blocked`` (final)."""
+    app.answer = Answer.text("Your OTP is 1234")
+    return gw.add_client(shortcodes=[SC], callback_url=app.url, dlt_pe_id=PE, dlt_enforce=True, **fields)
+
+
+def test_send_wait_ends_on_the_final_state_not_on_the_deadline(
+    gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    blocking_client(gw, app)
+    started = time.monotonic()
+    result = run(gw, "send", "OTP", "-s", SC, "-m", MSISDN, "--wait", "30", "--json")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert '"state": "reply_blocked"' in result.stdout
+    assert time.monotonic() - started < 15  # ended on the state, not on the deadline
+
+
+def test_send_wait_says_not_yet_while_the_message_waits(gw: InProcessGateway, app: CallbackRecorder) -> None:
+    app.answer = Answer.text("late", delay_s=3.0)
+    gw.add_client(shortcodes=[SC], callback_url=app.url, timeout_s=10)
+    result = run(gw, "send", "BAL", "-s", SC, "-m", MSISDN, "--wait", "0.3")
+    assert result.exit_code == Exit.NOT_YET, (result.stdout, result.stderr)
+    assert "no outcome within 0.3 s (state queued)" in result.stderr
+
+
+def test_messages_list_fits_80_columns_with_id_sender_and_state_whole(
+    gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    blocking_client(gw, app)
+    ids = []
+    for n in range(3):
+        ids.append(gw.push(SC, f"OTP please, for my savings account number {n}", f"9198123456{n:02d}")["id"])
+    for message_id in ids:
+        gw.wait_state(message_id, frozenset({"reply_blocked"}))
+    result = run(gw, "messages", "list", columns=80)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    lines = result.stdout.splitlines()
+    assert lines and all(len(line) <= 80 for line in lines), lines
+    shown = [line for line in lines if line.startswith(tuple(ids))]
+    assert [line[:26] for line in shown] == ids[::-1]  # newest first
+    for n, message_id in enumerate(ids):
+        (line,) = [line for line in shown if line.startswith(message_id)]
+        whole = rf"{message_id} \d\d:\d\d:\d\d +9198123456{n:02d} reply_blocked OTP please"
+        assert re.match(whole, line), line
+    wide = run(gw, "messages", "list", columns=200).stdout
+    assert f"{SC} reply_blocked" in wide and "Your OTP is 1234" in wide  # the shortcode and reply, with room
+
+
+# ------------------------------------------------------------------------------------ the console
+
+
+@contextlib.contextmanager
+def signed_in(gw: InProcessGateway) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=gw.url, follow_redirects=True, timeout=30) as client:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/console/login").text)
+        assert csrf
+        overview = client.post("/console/login", data={"csrf": csrf[1], "token": ADMIN_TOKEN})
+        assert overview.status_code == 200 and "Overview" in overview.text
+        yield client
+
+
+def test_the_console_filters_by_every_state_and_by_reply_blocked(
+    gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    blocking_client(gw, app)
+    message_id = gw.push(SC, "OTP", MSISDN)["id"]
+    gw.wait_state(message_id, frozenset({"reply_blocked"}))
+    with signed_in(gw) as client:
+        page = client.get("/console/messages").text
+        assert re.findall(r'<option value="([a-z_]+)"', page) == [s.value for s in STATES]
+        found = client.get("/console/messages", params={"state": "reply_blocked"})
+        assert found.status_code == 200 and message_id in found.text
+        assert message_id not in client.get("/console/messages", params={"state": "replied"}).text
+
+
+def test_the_console_test_mo_ends_on_a_blocked_reply_at_once(
+    gw: InProcessGateway, app: CallbackRecorder
+) -> None:
+    client_id = blocking_client(gw, app, timeout_s=20)["id"]  # waiting out the deadline: 25 s
+    with signed_in(gw) as client:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/console/clients").text)
+        assert csrf
+        started = time.monotonic()
+        result = client.post(
+            f"/console/clients/{client_id}/test",
+            data={"csrf": csrf[1], "shortcode": SC, "msisdn": MSISDN, "message": "OTP"},
+            headers={"x-console-fetch": "1", "origin": gw.url},
+        )
+        assert result.status_code == 200, result.text
+        assert 'class="result bad" data-state="reply_blocked"' in result.text
+        assert time.monotonic() - started < 10
