@@ -37,6 +37,7 @@ from prometheus_client import generate_latest
 
 from mogateway import __version__
 from mogateway.config import ConfigError, Settings
+from mogateway.config.smpp import BindConfig
 from mogateway.core.clients import ClientRecord
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message
@@ -51,7 +52,6 @@ from mogateway.edges.numbering_files import sender_resolver
 from mogateway.edges.queue.jetstream import JetStreamQueue
 from mogateway.edges.queue.local import LocalQueue
 from mogateway.edges.replies import HttpReplyChannel, LogReplyChannel
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.service import SmppService, start_smpp
 from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
@@ -157,7 +157,7 @@ async def load_tokens(settings: Settings, journal: Journal) -> tuple[str, str]:
         values.append(value)
     if generated:
         what = " and ".join(name for name, _ in generated) + (" tokens" if len(generated) > 1 else " token")
-        path = tokens_file(settings)
+        path = tokens_file(settings.tokens_file, settings.database)
         try:
             write_tokens_file(path, generated)
         except OSError as exc:

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from cluster_harness import NATS_URL
 
+from mogateway.config.nats import NatsSettings
 from mogateway.core.message import Message, Sender
-from mogateway.edges.queue.jetstream import JetStreamDelivery, JetStreamQueue, NatsSettings
+from mogateway.edges.queue.jetstream import JetStreamDelivery, JetStreamQueue
 
 pytestmark = pytest.mark.slow
 

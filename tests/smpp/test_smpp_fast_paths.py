@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.message import Arrival
 from mogateway.core.ports import Stored
 from mogateway.core.text import (
@@ -34,7 +35,6 @@ from mogateway.core.text import (
 )
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.smpp.constants import HEADER_LENGTH, Status, TlvTag
 from mogateway.smpp.framer import Framer

@@ -12,17 +12,15 @@ import contextlib
 import os
 from pathlib import Path
 
-from mogateway.config import Settings
-
 __all__ = ["tokens_file", "write_tokens_file"]
 
 
-def tokens_file(settings: Settings) -> Path:
-    """The ``tokens_file`` setting; else next to a SQLite journal (``mogateway.db`` →
-    ``mogateway.tokens``); else, for PostgreSQL, ``mogateway.tokens`` in the working directory."""
-    if settings.tokens_file is not None:
-        return settings.tokens_file
-    database = settings.database
+def tokens_file(configured: Path | None, database: str) -> Path:
+    """``configured`` (the ``tokens_file`` setting); else next to a SQLite journal (``database``
+    ``mogateway.db`` → ``mogateway.tokens``); else, for PostgreSQL, ``mogateway.tokens`` in the working
+    directory."""
+    if configured is not None:
+        return configured
     if database.startswith(("postgresql://", "postgres://")):
         return Path("mogateway.tokens")
     return Path(database.removeprefix("sqlite://")).with_suffix(".tokens")

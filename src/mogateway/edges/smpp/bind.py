@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from mogateway.edges.smpp.config import BindConfig
+from mogateway.config.smpp import BindConfig
 from mogateway.service.throttle import Throttle
 from mogateway.smpp.constants import Status
 from mogateway.smpp.framer import Framer

@@ -11,9 +11,9 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from mogateway.config.smpp import SmppSettings
 from mogateway.core.ports import ReceiptStore
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import SmppSettings
 from mogateway.edges.smpp.inbound import InboundHandler, IntakeLike
 from mogateway.edges.smpp.replies import SmppReplyChannel
 

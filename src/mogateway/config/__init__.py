@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mogateway.edges.smpp.config import SmppSettings
-from mogateway.edges.storage.sealing import parse_key
+from mogateway.config.secret_key import parse_key
+from mogateway.config.smpp import SmppSettings
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     header_timeout_s: int = Field(10, ge=1, le=600)
     idle_timeout_s: int = Field(15, ge=1, le=3600)
 
-    # Client secrets at rest (storage/sealing.py) and signed callbacks (core/signing.py).
+    # Client secrets at rest (edges/storage/sealing.py) and signed callbacks (core/signing.py).
     secret_key: SecretStr | None = None
     old_secret_key: SecretStr | None = None
     signing_grace_s: float = Field(24 * 3600.0, ge=0, le=30 * 24 * 3600.0)
