@@ -14,8 +14,8 @@ file or inside a function alike, so a lazy import cannot hide an arrow. The laye
 beside them ``client`` (the SDK applications use: core only), ``testing`` (simulators shipped for
 users' tests) and ``waba`` (the WhatsApp migration tool, on its own). A module may import its own layer
 and the layers inside it, never one outside; no package (``edges``, ``edges.smpp``...) imports one
-that imports it back, and no module is longer than :data:`MAX_LINES`. The package root holds only ``__version__``, which any
-module may read.
+that imports it back, and no module is longer than :data:`MAX_LINES`. The package root holds only
+``__version__``, which any module may read.
 """
 
 from __future__ import annotations
