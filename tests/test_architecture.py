@@ -183,11 +183,19 @@ for _module, _targets in GRAPH.items():
     )
 
 
+LAYER_GRAPH: dict[str, set[str]] = {}
+for _module, _targets in GRAPH.items():
+    LAYER_GRAPH.setdefault(_package_of(_module), set()).update(
+        _package_of(t) for t in _targets if _package_of(t) != _package_of(_module)
+    )
+
+
 def test_no_package_imports_in_a_circle() -> None:
     """Packages, not just modules: ``config`` importing ``edges`` while ``edges`` imports ``config`` is
-    a circle even when no two modules import each other. Every package (``edges``, ``edges.smpp``, a
-    top-level module such as ``node``) is a node of this graph, so a subpackage and its parent may not
-    import each other either."""
+    a circle even when no two modules import each other. Checked twice: between the top-level packages
+    (``core``, ``edges``, ``config``, ``node``...), and between every package at any depth (``edges``,
+    ``edges.smpp``, ``waba.flow``...), so a subpackage and its parent may not import each other either."""
+    assert not _cycles(LAYER_GRAPH), f"import cycles between top-level packages: {_cycles(LAYER_GRAPH)}"
     cycles = _cycles(PACKAGE_GRAPH)
     assert not cycles, f"package import cycles: {cycles}"
 
