@@ -17,7 +17,7 @@
 * ``max_ack_pending`` bounds what all nodes together hold unacknowledged: backpressure for the whole
   cluster. ``node_max_pending`` bounds one node's share so that work spreads over the nodes.
 
-A delivery is ``redelivered`` when the server delivered it before (a node died or let it go) or when the
+An entry is ``redelivered`` when the server delivered it before (a node died or let it go) or when the
 sweeper re-published it: the dispatcher then reads the journal before doing anything.
 """
 
@@ -50,7 +50,7 @@ from nats.js.api import (
 from mogateway.config.nats import NatsSettings, parse_settings
 from mogateway.core.message import Message, Sender
 
-__all__ = ["JetStreamDelivery", "JetStreamQueue"]
+__all__ = ["JetStreamEntry", "JetStreamQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ log = logging.getLogger(__name__)
 RECOVERED_HEADER = "Mogateway-Recovered"
 
 
-class JetStreamDelivery:
-    """One MO pulled from the stream, held by this node until ``ack`` or ``nak``."""
+class JetStreamEntry:
+    """One MO pulled from the stream (a ``core.ports.QueueEntry``), held by this node until ``ack``."""
 
     __slots__ = ("_msg", "_queue", "held_since", "item", "redelivered", "refreshed")
 
@@ -76,10 +76,6 @@ class JetStreamDelivery:
     async def ack(self) -> None:
         self._queue._release(self)
         await self._msg.ack()
-
-    async def nak(self, delay_s: float = 0.0) -> None:
-        self._queue._release(self)
-        await self._msg.nak(delay=delay_s or None)
 
     async def in_progress(self) -> None:
         self.refreshed = time.monotonic()
@@ -99,8 +95,8 @@ class JetStreamQueue:
         self.nc: NatsClient | None = None
         self.js: JetStreamContext | None = None
         self._sub: Any = None
-        self._ready: asyncio.Queue[JetStreamDelivery] = asyncio.Queue()
-        self._held: dict[int, JetStreamDelivery] = {}
+        self._ready: asyncio.Queue[JetStreamEntry] = asyncio.Queue()
+        self._held: dict[int, JetStreamEntry] = {}
         self._room = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._fetching: asyncio.Task[None] | None = None
@@ -221,14 +217,14 @@ class JetStreamQueue:
 
     # ------------------------------------------------------------------ consuming
 
-    async def get(self) -> JetStreamDelivery:
+    async def get(self) -> JetStreamEntry:
         if self._fetching is None and self._sub is not None:
             self._fetching = asyncio.create_task(self._fetch_forever(), name="jetstream-fetch")
             self._tasks.append(self._fetching)
         return await self._ready.get()
 
-    def _release(self, delivery: JetStreamDelivery) -> None:
-        if self._held.pop(id(delivery), None) is not None:
+    def _release(self, entry: JetStreamEntry) -> None:
+        if self._held.pop(id(entry), None) is not None:
             self._room.set()
 
     def held(self) -> int:
@@ -265,9 +261,9 @@ class JetStreamQueue:
             task.add_done_callback(lambda t: t.exception())
             return
         redelivered = msg.metadata.num_delivered > 1 or bool((msg.headers or {}).get(RECOVERED_HEADER))
-        delivery = JetStreamDelivery(self, msg, item, redelivered)
-        self._held[id(delivery)] = delivery
-        self._ready.put_nowait(delivery)
+        entry = JetStreamEntry(self, msg, item, redelivered)
+        self._held[id(entry)] = entry
+        self._ready.put_nowait(entry)
 
     async def _keep_alive_forever(self) -> None:
         s = self.settings
@@ -284,16 +280,16 @@ class JetStreamQueue:
         now = time.monotonic()
         due_before = now - s.ack_wait_s / 3
         told = 0
-        for delivery in list(self._held.values()):
-            if delivery.refreshed > due_before:
+        for entry in list(self._held.values()):
+            if entry.refreshed > due_before:
                 continue
-            if now - delivery.held_since > s.max_hold_s:
+            if now - entry.held_since > s.max_hold_s:
                 # Held too long (a stuck lane, a lost task): let another node try.
-                self._release(delivery)
-                log.warning("giving up %s after holding it %.0f s", delivery.item.id, s.max_hold_s)
+                self._release(entry)
+                log.warning("giving up %s after holding it %.0f s", entry.item.id, s.max_hold_s)
                 continue
             with contextlib.suppress(Exception):
-                await delivery.in_progress()
+                await entry.in_progress()
                 told += 1
         self.refreshes += told
         return told
