@@ -52,7 +52,7 @@ from mogateway.edges.numbering_files import sender_resolver
 from mogateway.edges.queue.jetstream import JetStreamQueue
 from mogateway.edges.queue.local import LocalQueue
 from mogateway.edges.replies import HttpReplyChannel, LogReplyChannel
-from mogateway.edges.smpp.service import SmppService, start_smpp
+from mogateway.edges.smpp.binds import SmppBinds, start_binds
 from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
@@ -259,7 +259,7 @@ class Gateway:
         self.admin_token = ""
         self.ingest_token = ""
         self.started_at = 0.0
-        self.smpp: SmppService | None = None
+        self.smpp: SmppBinds | None = None
         self.dispatcher: Dispatcher | None = None
         self.replies: ReplyRouter | None = None
         self.replier: Replier | None = None
@@ -328,7 +328,7 @@ class Gateway:
             await recover(self.journal, self.queue)  # before any source can deliver
         binds = self._my_binds()
         if binds:
-            self.smpp = await start_smpp(
+            self.smpp = await start_binds(
                 s.smpp.model_copy(update={"binds": binds}),
                 intake=self.intake,
                 receipts=self.journal,
