@@ -8,6 +8,7 @@ file or inside a function alike, so a lazy import cannot hide an arrow. The laye
     config      the settings, validated: plain data every layer above may read
     service     the use cases, over the ports
     edges       adapters: journals, queues, binds, HTTP client, reply channels, cluster
+    modes       how a node runs (one process, worker processes, a cluster): the parts that differ
     node        the one wiring module
     api, cli    what people and operators drive it with
 
@@ -36,11 +37,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "config": frozenset({"core", "smpp", "config"}),
     "service": frozenset({"core", "smpp", "service"}),
     "edges": frozenset({"core", "smpp", "config", "service", "edges"}),
-    "node": frozenset({"core", "smpp", "service", "edges", "config", "node"}),
+    "modes": frozenset({"core", "smpp", "service", "edges", "config", "modes"}),
+    "node": frozenset({"core", "smpp", "service", "edges", "config", "modes", "node"}),
     "api": frozenset({"core", "smpp", "service", "edges", "config", "node", "api", "version"}),
     "cli": frozenset(
-        {"core", "smpp", "service", "edges", "config", "node", "api", "cli", "client", "testing", "waba",
-         "simulation", "logs", "version"}
+        {"core", "smpp", "service", "edges", "config", "modes", "node", "api", "cli", "client", "testing",
+         "waba", "simulation", "logs", "version"}
     ),
     "simulation": frozenset({"core", "service", "edges", "testing", "simulation", "version"}),
     "client": frozenset({"core", "client"}),
