@@ -2,6 +2,10 @@
 
 Every setting is documented in ``docs/configuration.md``. An invalid setting stops start-up with one
 line naming it (see :func:`describe_error`).
+
+The settings are plain data: this package imports no adapter (``edges`` reads its models from here —
+``config.smpp`` for the binds, ``config.nats`` for JetStream, ``config.secret_key`` for the key's
+shape — never the other way round).
 """
 
 from __future__ import annotations
