@@ -36,7 +36,7 @@ from cluster_harness import (
     wait_until_finished,
 )
 
-from mogateway.edges.queue.jetstream import NatsSettings
+from mogateway.config.nats import NatsSettings
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 pytestmark = pytest.mark.slow

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from cluster_harness import NATS_URL
 
+from mogateway.config.nats import NatsSettings
 from mogateway.core.message import Message, Sender
-from mogateway.edges.queue.jetstream import JetStreamDelivery, JetStreamQueue, NatsSettings
+from mogateway.edges.queue.jetstream import JetStreamEntry, JetStreamQueue
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +86,7 @@ def _mos(count: int, prefix: str) -> list[Message]:
     ]
 
 
-async def _take_all(queue: JetStreamQueue, into: list[JetStreamDelivery]) -> None:
+async def _take_all(queue: JetStreamQueue, into: list[JetStreamEntry]) -> None:
     """What a dispatcher does with what it gets: hold it (here: forever)."""
     while True:
         into.append(await queue.get())
@@ -101,7 +102,7 @@ async def _wait_for(check: Callable[[], bool], timeout: float) -> None:
 async def test_a_live_node_keeps_what_it_holds_and_a_silent_one_hands_it_over(names: dict[str, str]) -> None:
     first = await _node(names)
     second: JetStreamQueue | None = None
-    held: list[JetStreamDelivery] = []
+    held: list[JetStreamEntry] = []
     holder = asyncio.create_task(_take_all(first, held))
     try:
         await first.put(_mos(HELD, "h"))
@@ -135,15 +136,15 @@ async def test_a_live_node_keeps_what_it_holds_and_a_silent_one_hands_it_over(na
         # other node gets all of it after ack_wait, from the last in_progress.
         gone = time.monotonic()
         await first.close()
-        taken: list[JetStreamDelivery] = []
+        taken: list[JetStreamEntry] = []
         while len(taken) < HELD:
             taken.append(await asyncio.wait_for(second.get(), timeout=ACK_WAIT_S + 5))
         handed_over_s = time.monotonic() - gone
         assert all(d.redelivered for d in taken)
         assert {d.item.id for d in taken} == {f"h{n}" for n in range(HELD)}
         assert ACK_WAIT_S / 4 <= handed_over_s <= ACK_WAIT_S + 1.5
-        for delivery in taken:
-            await delivery.ack()
+        for entry in taken:
+            await entry.ack()
 
         per_mo_s = told / HELD / hold_s
         print(

@@ -32,5 +32,5 @@ async def test_an_mo_is_held_once_until_acknowledged() -> None:
     await queue.put([mo(first.item.id)], redelivered=True)  # acknowledged: may come again
     assert queue.lag() == 2
     second = await queue.get()
-    await second.nak()
+    await second.ack()
     assert not queue.holds(second.item.id)

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import smpp34
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.message import Arrival, Message, Sender
 from mogateway.core.ports import Reply, Stored
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.edges.smpp.replies import SmppReplyChannel
 

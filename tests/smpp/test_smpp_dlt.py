@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.dlt import DltIds
 from mogateway.edges.dlt_errors import describe_status, parse_receipt, shipped_dlt_errors
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.smpp import receipt as pure_receipt
 from mogateway.smpp.constants import Status
 from mogateway.smpp.dlt import DltErrors, reply_tlvs

@@ -7,9 +7,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.message import Message, Sender
 from mogateway.core.timeline import Change, Event, EventKind, State
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.smpp.constants import Status

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from mogateway.config.smpp import BindConfig, SmppSettings
 from mogateway.core.message import Arrival, Message, Sender
 from mogateway.core.ports import Reply, ReplyError, Stored
 from mogateway.core.repeats import content_digest, content_source_id, repeat_family
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import BindConfig, SmppSettings
 from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.edges.smpp.replies import SmppReplyChannel
 from mogateway.smpp.constants import Status, TlvTag

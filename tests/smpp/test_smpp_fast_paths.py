@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.message import Arrival
 from mogateway.core.ports import Stored
 from mogateway.core.text import (
@@ -34,9 +35,9 @@ from mogateway.core.text import (
 )
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.edges.smpp.inbound import InboundHandler
 from mogateway.smpp.constants import HEADER_LENGTH, Status, TlvTag
+from mogateway.smpp.fields import BodyReader
 from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import (
     Bind,
@@ -48,7 +49,6 @@ from mogateway.smpp.pdu import (
     PduError,
     SubmitSm,
     SubmitSmResp,
-    _Reader,
     _ShortMessage,
     decode,
     encode,
@@ -88,7 +88,7 @@ def _field_by_field(body: bytes, cls: type[_ShortMessage]) -> _ShortMessage | Pd
     assert "_parse_well_formed" not in cls.__dict__  # inherited: shadowing it here is undone by del
     cls._parse_well_formed = classmethod(lambda c, r: None)  # type: ignore[assignment,method-assign]
     try:
-        return cls.parse(_Reader(body, int(cls.COMMAND_ID), 9), int(cls.COMMAND_ID), 0)
+        return cls.parse(BodyReader(body, int(cls.COMMAND_ID), 9), int(cls.COMMAND_ID), 0)
     except PduError as exc:
         return exc
     finally:
@@ -97,7 +97,7 @@ def _field_by_field(body: bytes, cls: type[_ShortMessage]) -> _ShortMessage | Pd
 
 def _shortcut(body: bytes, cls: type[_ShortMessage]) -> _ShortMessage | PduError | None:
     try:
-        return cls._parse_well_formed(_Reader(body, int(cls.COMMAND_ID), 9))
+        return cls._parse_well_formed(BodyReader(body, int(cls.COMMAND_ID), 9))
     except PduError as exc:  # only the TLV reader may raise
         return exc
 

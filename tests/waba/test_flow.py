@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from mogateway.waba import GraphClient, Mark, Migration, MigrationOptions, StateFile, Step, parse_phone, plan
+from mogateway.waba.calls import NumberInfo
 from mogateway.waba.flow import FLOW, Context, FlowStep, PlanInputs, PlannedCall, Rewind
 from mogateway.waba.graph import GraphRequest
-from mogateway.waba.steps import NumberInfo
 
 from .conftest import DEST_WABA, PIN, TOKEN, Fake
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mogateway.waba import ExitCode, GraphClient, GraphError, Kind, Retry, StateFile, Step, parse_phone, steps
+from mogateway.waba import ExitCode, GraphClient, GraphError, Kind, Retry, StateFile, Step, calls, parse_phone
 from mogateway.waba.graph import BackoffPolicy
 from mogateway.waba.phone import PhoneError
 from mogateway.waba.state import MigrationState, StateFileError
@@ -131,11 +131,11 @@ def test_client_retries_then_raises_typed_error(fake: Fake, monkeypatch: pytest.
     fake.fault(path_regex="/debug_token$", code=2, times=2)
     seen: list[int] = []
     with GraphClient(TOKEN, graph_url=fake.url, on_retry=lambda r, e, n, d: seen.append(n)) as client:
-        info = steps.debug_token(client)
-        assert info.is_valid and steps.MANAGEMENT_SCOPE in info.scopes
+        info = calls.debug_token(client)
+        assert info.is_valid and calls.MANAGEMENT_SCOPE in info.scopes
         assert seen == [1, 2]
         with pytest.raises(GraphError) as caught:
-            steps.get_waba(client, "999")
+            calls.get_waba(client, "999")
     assert (caught.value.code, caught.value.subcode, caught.value.http_status) == (100, 33, 400)
     assert caught.value.fbtrace_id
     assert TOKEN not in str(caught.value)
@@ -143,7 +143,7 @@ def test_client_retries_then_raises_typed_error(fake: Fake, monkeypatch: pytest.
 
 def test_steps_find_number_follows_pages(fake: Fake) -> None:
     with GraphClient(TOKEN, graph_url=fake.url) as client:
-        steps.subscribe_app(client, DEST_WABA)
-        pid = steps.request_migration(client, DEST_WABA, "91", "9876543210")
-        found = steps.find_number(client, DEST_WABA, "91", "9876543210")
+        calls.subscribe_app(client, DEST_WABA)
+        pid = calls.request_migration(client, DEST_WABA, "91", "9876543210")
+        found = calls.find_number(client, DEST_WABA, "91", "9876543210")
     assert found is not None and found.id == pid and not found.is_verified

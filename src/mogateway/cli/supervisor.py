@@ -123,7 +123,8 @@ def listening_socket(host: str, port: int, *, reuse_port: bool, backlog: int = 2
 async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
     """Open the journal once (schema, tokens) and give each unfinished MO to the worker the plan names.
     Returns (unfinished MOs, how many changed worker)."""
-    from mogateway.node import Gateway, load_tokens, open_journal, owner_rule
+    from mogateway.modes import owner_rule
+    from mogateway.node import Gateway, load_tokens, open_journal
 
     Gateway(settings)  # the settings a gateway checks when it is made (numbering files...): said once
     journal = open_journal(settings)

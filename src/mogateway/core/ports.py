@@ -13,7 +13,8 @@ Rules every implementation keeps (one behavioural suite per port runs against ea
 * :meth:`MessageStore.apply` appends each change's event only where ``core.timeline`` allows it in the
   message's current state, sets the state the table names, and says per change whether it was applied:
   two nodes recording an outcome for one message cannot both succeed.
-* A delivery of the work queue is acknowledged only once its outcome is durably recorded.
+* An entry of the work queue is acknowledged only once its outcome is durably recorded; an entry never
+  acknowledged is handed out again (after a restart, or by JetStream to another node).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ __all__ = [
     "RawAnswer",
     "TransportError",
     "ClientStore",
-    "Delivery",
+    "QueueEntry",
     "Journal",
     "MessageFilter",
     "MessageHistory",
@@ -298,8 +299,8 @@ class Journal(MessageStore, MessageHistory, ReceiptStore, ClientStore, SettingSt
 # ------------------------------------------------------------------------------------------ work queue
 
 
-class Delivery(Protocol):
-    """One message handed to the dispatcher; ``ack`` once its outcome is durably recorded.
+class QueueEntry(Protocol):
+    """One message the work queue handed to the dispatcher; ``ack`` once its outcome is durably recorded.
 
     ``redelivered``: the message may have been worked on before (recovery, another node, the sweeper),
     so the dispatcher reads the journal first and does only what is left."""
@@ -308,8 +309,6 @@ class Delivery(Protocol):
     redelivered: bool
 
     async def ack(self) -> None: ...
-
-    async def nak(self, delay_s: float = 0.0) -> None: ...
 
     async def in_progress(self) -> None: ...
 
@@ -326,7 +325,7 @@ class WorkQueue(Protocol):
         window; ``generation`` names a new entry for the same message (see ``service.sweeper``)."""
         ...
 
-    async def get(self) -> Delivery: ...
+    async def get(self) -> QueueEntry: ...
 
     def lag(self) -> int: ...
 

@@ -27,7 +27,7 @@ from mogateway import __version__
 from mogateway.core.clients import ClientRecord, first_word
 from mogateway.core.contract import Outcome, OutcomeKind, callback_body, callback_headers
 from mogateway.core.message import Message
-from mogateway.core.ports import CallbackTransport, Clock, Delivery, MessageStore, WorkQueue
+from mogateway.core.ports import CallbackTransport, Clock, MessageStore, QueueEntry, WorkQueue
 from mogateway.core.signing import signature_headers
 from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
@@ -54,7 +54,7 @@ class _Lane:
 
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
-        self.items: collections.deque[Delivery] = collections.deque()
+        self.items: collections.deque[QueueEntry] = collections.deque()
         self.first = 0  # the leading items that were picked up again (see Dispatcher._route)
         self.workers = 0
 
@@ -150,33 +150,33 @@ class Dispatcher:
     async def _pull_forever(self) -> None:
         get = self._queue.get
         while True:
-            delivery = await get()
+            entry = await get()
             try:
-                if delivery.redelivered:
-                    self._spawn(self._resume(delivery), "resume")
+                if entry.redelivered:
+                    self._spawn(self._resume(entry), "resume")
                 else:
-                    self._route(delivery)
+                    self._route(entry)
             except Exception:  # never let one bad item stop the dispatcher
-                log.exception("could not route %s", delivery.item.id)
+                log.exception("could not route %s", entry.item.id)
 
     # ------------------------------------------------------------------ routing
 
-    def _route(self, delivery: Delivery, *, first: bool = False) -> None:
-        """Queue ``delivery`` in its client's lane; ``first``: an MO picked up again (a dead node's, a
+    def _route(self, entry: QueueEntry, *, first: bool = False) -> None:
+        """Queue ``entry`` in its client's lane; ``first``: an MO picked up again (a dead node's, a
         stranded one) has waited longest, so it goes before the fresh ones (in the order it came)."""
-        item = delivery.item
+        item = entry.item
         client = self._registry.route(item.shortcode, item.text)
         if client is None:
-            self._spawn(self._unroutable(delivery), "unroutable")
+            self._spawn(self._unroutable(entry), "unroutable")
             return
         lane = self._lanes.get(client.id)
         if lane is None:
             lane = self._lanes[client.id] = _Lane(client.id)
         if first:
-            lane.items.insert(lane.first, delivery)
+            lane.items.insert(lane.first, entry)
             lane.first += 1
         else:
-            lane.items.append(delivery)
+            lane.items.append(entry)
         if lane.workers < max(1, min(self._lane_cap(client), self._one_client_max)):
             lane.workers += 1
             self._spawn(self._serve_lane(lane), f"lane:{client.id}")
@@ -184,79 +184,79 @@ class Dispatcher:
     async def _serve_lane(self, lane: _Lane) -> None:
         try:
             while lane.items and not self._stopping:
-                delivery = lane.items.popleft()
+                entry = lane.items.popleft()
                 if lane.first:
                     lane.first -= 1
                 client = self._registry.get(lane.client_id)
                 if client is None:  # removed while its MOs waited: route them again
-                    self._route(delivery)
+                    self._route(entry)
                     continue
                 try:
-                    await self._dispatch(delivery, client)
+                    await self._dispatch(entry, client)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.exception("dispatch of %s failed", delivery.item.id)
-                    await self._record_internal_error(delivery, exc)
+                    log.exception("dispatch of %s failed", entry.item.id)
+                    await self._record_internal_error(entry, exc)
         finally:
             lane.workers -= 1
             if not lane.items and lane.workers == 0:
                 self._lanes.pop(lane.client_id, None)
 
-    async def _record_outcome(self, delivery: Delivery, outcome: OutcomeKind, detail: str) -> None:
+    async def _record_outcome(self, entry: QueueEntry, outcome: OutcomeKind, detail: str) -> None:
         event = Event(EventKind.OUTCOME, self._clock(), {"outcome": outcome.value, "detail": detail})
-        await self._store.apply([Change(delivery.item.id, event)])
-        await delivery.ack()
+        await self._store.apply([Change(entry.item.id, event)])
+        await entry.ack()
 
-    async def _record_internal_error(self, delivery: Delivery, exc: Exception) -> None:
+    async def _record_internal_error(self, entry: QueueEntry, exc: Exception) -> None:
         """A bug must not leave an MO silently queued: record it as failed (it can be replayed)."""
         detail = f"gateway error: {type(exc).__name__}: {exc}"[:300]
         try:
-            await self._record_outcome(delivery, OutcomeKind.FAILED, detail)
+            await self._record_outcome(entry, OutcomeKind.FAILED, detail)
         except Exception:
-            log.exception("could not record the failure of %s; it stays unfinished", delivery.item.id)
+            log.exception("could not record the failure of %s; it stays unfinished", entry.item.id)
 
-    async def _unroutable(self, delivery: Delivery) -> None:
-        item = delivery.item
+    async def _unroutable(self, entry: QueueEntry) -> None:
+        item = entry.item
         # Unroutable is final: first make sure no client was registered elsewhere (another node or
         # worker) since this one last read the clients.
         if await self._registry.refresh_if_changed() and self._registry.route(item.shortcode, item.text):
-            self._route(delivery)
+            self._route(entry)
             return
         keyword = first_word(item.text)
         detail = f"no client for shortcode {item.shortcode}" + (
             f" and keyword {keyword!r}" if keyword else ""
         )
-        await self._record_outcome(delivery, OutcomeKind.UNROUTABLE, detail)
+        await self._record_outcome(entry, OutcomeKind.UNROUTABLE, detail)
         self._metrics.unroutable.inc()
 
-    async def _resume(self, delivery: Delivery) -> None:
+    async def _resume(self, entry: QueueEntry) -> None:
         """A redelivered MO: look at the journal first, then do only what is left."""
-        item = delivery.item
+        item = entry.item
         record = await self._store.get(item.id)
         if record is None:
             log.warning("queued message %s is not in the journal; dropping the queue entry", item.id)
-            await delivery.ack()
+            await entry.ack()
             return
         if record.state in FINAL_STATES:
-            await delivery.ack()
+            await entry.ack()
             return
         if record.state in (State.ANSWERED, State.REPLYING):
             if not self._replier.holds(item.id):  # else it is being replied to here already
                 self._replier.resume(record)
-            await delivery.ack()
+            await entry.ack()
             return
         event = Event(EventKind.RECOVERED, self._clock(), {"resume": "dispatch"})
         (still_queued,) = await self._store.apply([Change(item.id, event)])
         if not still_queued:  # finished meanwhile (another node)
-            await delivery.ack()
+            await entry.ack()
             return
-        self._route(_Fresh(delivery), first=True)
+        self._route(_Fresh(entry), first=True)
 
     # ------------------------------------------------------------------ one callback
 
-    async def _dispatch(self, delivery: Delivery, client: ClientRecord) -> None:
-        item: Message = delivery.item
+    async def _dispatch(self, entry: QueueEntry, client: ClientRecord) -> None:
+        item: Message = entry.item
         metrics = self._metrics
         body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms")
         headers = callback_headers(client.token, item.id, self._user_agent_version)
@@ -318,7 +318,7 @@ class Dispatcher:
         (applied,) = await self._store.apply([change])
         if applied and planned is not None:
             self._replier.send(planned, answered_at=answered_at)
-        await delivery.ack()
+        await entry.ack()
 
     def _watch_client(self, client: ClientRecord, outcome: Outcome) -> None:
         """One log line when a client's callbacks keep failing (then one a minute while they do), one
@@ -372,16 +372,13 @@ class _Fresh:
 
     __slots__ = ("_inner", "item", "redelivered")
 
-    def __init__(self, inner: Delivery) -> None:
+    def __init__(self, inner: QueueEntry) -> None:
         self._inner = inner
         self.item = inner.item
         self.redelivered = False
 
     async def ack(self) -> None:
         await self._inner.ack()
-
-    async def nak(self, delay_s: float = 0.0) -> None:
-        await self._inner.nak(delay_s)
 
     async def in_progress(self) -> None:
         await self._inner.in_progress()

@@ -10,8 +10,9 @@ Rules stated before the code:
   complete PDUs).
 * Optional parameters are kept as raw :class:`~mogateway.smpp.tlv.Tlv` values in the order they arrived
   (:mod:`mogateway.smpp.tlv`).
-* Malformed input raises :class:`PduError` carrying the SMPP status to answer in a generic_nack (or in
-  the response), and whether the stream can continue (``fatal``: the framing itself is lost).
+* Malformed input raises :class:`~mogateway.smpp.fields.PduError` carrying the SMPP status to answer in
+  a generic_nack (or in the response), and whether the stream can continue (``fatal``: the framing
+  itself is lost). Bodies are read and written field by field with :mod:`mogateway.smpp.fields`.
 * Responses with a non-zero status may arrive with an empty body (SMPP 3.4 §3.3); they decode to the
   same class with empty fields.
 """
@@ -24,7 +25,8 @@ from typing import ClassVar, Final, TypeAlias
 
 from mogateway.core.immutable import immutable
 from mogateway.smpp.constants import HEADER, HEADER_LENGTH, CommandId, Status
-from mogateway.smpp.tlv import Tlv, decode_tlvs, encode_tlvs, find_tlv
+from mogateway.smpp.fields import BodyReader, PduError, encode_cstring
+from mogateway.smpp.tlv import Tlv, encode_tlvs, find_tlv
 
 __all__ = [
     "Bind",
@@ -46,30 +48,6 @@ __all__ = [
     "response_class",
     "with_sequence",
 ]
-
-
-class PduError(ValueError):
-    """Input that is not a valid PDU. ``status`` is what to answer; ``fatal`` means framing is lost.
-
-    ``sequence`` and ``command_id`` are filled when the header could be read, so a generic_nack (or the
-    matching response) can echo the sequence number as §3.3 asks.
-    """
-
-    def __init__(
-        self,
-        status: Status,
-        detail: str,
-        *,
-        sequence: int = 0,
-        command_id: int | None = None,
-        fatal: bool = False,
-    ) -> None:
-        super().__init__(f"{status.name}: {detail}")
-        self.status = status
-        self.detail = detail
-        self.sequence = sequence
-        self.command_id = command_id
-        self.fatal = fatal
 
 
 class BindMode(enum.StrEnum):
@@ -95,73 +73,6 @@ _BIND_IDS: Final = {
 }
 _BIND_MODES: Final = {int(v): k for k, v in _BIND_IDS.items()}
 _BIND_RESP_MODES: Final = {int(v) | 0x80000000: k for k, v in _BIND_IDS.items()}
-
-
-# ------------------------------------------------------------------------------------ byte readers
-
-
-class _Reader:
-    """Reads fields from one PDU body; every failure is a PduError with the field's status."""
-
-    __slots__ = ("command_id", "data", "pos", "sequence")
-
-    def __init__(self, data: bytes, command_id: int, sequence: int) -> None:
-        self.data = data
-        self.pos = 0
-        self.command_id = command_id
-        self.sequence = sequence
-
-    def error(self, status: Status, detail: str) -> PduError:
-        return PduError(status, detail, sequence=self.sequence, command_id=self.command_id)
-
-    @property
-    def remaining(self) -> int:
-        return len(self.data) - self.pos
-
-    def cstring(self, name: str, max_len: int, status: Status) -> str:
-        """A NUL-terminated string of at most ``max_len`` bytes including the NUL."""
-        end = self.data.find(b"\x00", self.pos)
-        if end < 0:
-            raise self.error(status, f"{name}: C-string has no terminating NUL (truncated)")
-        if end - self.pos + 1 > max_len:
-            raise self.error(status, f"{name}: {end - self.pos} bytes is longer than {max_len - 1}")
-        value = self.data[self.pos : end].decode("latin-1")
-        self.pos = end + 1
-        return value
-
-    def u8(self, name: str) -> int:
-        if self.remaining < 1:
-            raise self.error(Status.ESME_RINVMSGLEN, f"{name}: body ends before this field")
-        value = self.data[self.pos]
-        self.pos += 1
-        return value
-
-    def octets(self, name: str, length: int) -> bytes:
-        if self.remaining < length:
-            raise self.error(
-                Status.ESME_RINVMSGLEN, f"{name}: {length} bytes announced, {self.remaining} present"
-            )
-        value = self.data[self.pos : self.pos + length]
-        self.pos += length
-        return value
-
-    def tlvs(self) -> tuple[Tlv, ...]:
-        """Every TLV from here to the end of the body."""
-        try:
-            found = decode_tlvs(self.data, self.pos)
-        except ValueError as exc:
-            raise self.error(Status.ESME_RINVOPTPARSTREAM, str(exc)) from None
-        self.pos = len(self.data)
-        return found
-
-
-def _cstr(value: str, name: str, max_len: int) -> bytes:
-    data = value.encode("latin-1")
-    if b"\x00" in data:
-        raise ValueError(f"{name} must not contain NUL")
-    if len(data) + 1 > max_len:
-        raise ValueError(f"{name} is longer than {max_len - 1} bytes")
-    return data + b"\x00"
 
 
 # -------------------------------------------------------------------------------------------- PDUs
@@ -192,16 +103,16 @@ class Bind:
     def body(self) -> bytes:
         return b"".join(
             (
-                _cstr(self.system_id, "system_id", 16),
-                _cstr(self.password, "password", 9),
-                _cstr(self.system_type, "system_type", 13),
+                encode_cstring(self.system_id, "system_id", 16),
+                encode_cstring(self.password, "password", 9),
+                encode_cstring(self.system_type, "system_type", 13),
                 bytes((self.interface_version, self.addr_ton, self.addr_npi)),
-                _cstr(self.address_range, "address_range", 41),
+                encode_cstring(self.address_range, "address_range", 41),
             )
         )
 
     @classmethod
-    def parse(cls, r: _Reader, command_id: int, status: int) -> Bind:
+    def parse(cls, r: BodyReader, command_id: int, status: int) -> Bind:
         system_id = r.cstring("system_id", 16, Status.ESME_RINVSYSID)
         password = r.cstring("password", 9, Status.ESME_RINVPASWD)
         system_type = r.cstring("system_type", 13, Status.ESME_RINVSYSTYP)
@@ -236,10 +147,10 @@ class BindResp:
         return int(_BIND_IDS[self.mode]) | 0x80000000
 
     def body(self) -> bytes:
-        return _cstr(self.system_id, "system_id", 16) + encode_tlvs(self.tlvs)
+        return encode_cstring(self.system_id, "system_id", 16) + encode_tlvs(self.tlvs)
 
     @classmethod
-    def parse(cls, r: _Reader, command_id: int, status: int) -> BindResp:
+    def parse(cls, r: BodyReader, command_id: int, status: int) -> BindResp:
         mode = _BIND_RESP_MODES[command_id]
         if not r.remaining and status:
             return cls(mode=mode, status=status, sequence=r.sequence)
@@ -263,7 +174,7 @@ class _HeaderOnly:
         return b""
 
     @classmethod
-    def parse(cls, r: _Reader, command_id: int, status: int) -> _HeaderOnly:
+    def parse(cls, r: BodyReader, command_id: int, status: int) -> _HeaderOnly:
         # A body on a header-only PDU is a length error (§3.2), but it is harmless: ignore it.
         return cls(status=status, sequence=r.sequence)
 
@@ -345,14 +256,14 @@ class _ShortMessage:
             raise ValueError("short_message is longer than 254 bytes; use message_payload")
         return b"".join(
             (
-                _cstr(self.service_type, "service_type", 6),
+                encode_cstring(self.service_type, "service_type", 6),
                 bytes((self.source_addr_ton, self.source_addr_npi)),
-                _cstr(self.source_addr, "source_addr", 21),
+                encode_cstring(self.source_addr, "source_addr", 21),
                 bytes((self.dest_addr_ton, self.dest_addr_npi)),
-                _cstr(self.destination_addr, "destination_addr", 21),
+                encode_cstring(self.destination_addr, "destination_addr", 21),
                 bytes((self.esm_class, self.protocol_id, self.priority_flag)),
-                _cstr(self.schedule_delivery_time, "schedule_delivery_time", 17),
-                _cstr(self.validity_period, "validity_period", 17),
+                encode_cstring(self.schedule_delivery_time, "schedule_delivery_time", 17),
+                encode_cstring(self.validity_period, "validity_period", 17),
                 bytes(
                     (
                         self.registered_delivery,
@@ -368,7 +279,7 @@ class _ShortMessage:
         )
 
     @classmethod
-    def parse(cls, r: _Reader, command_id: int, status: int) -> _ShortMessage:
+    def parse(cls, r: BodyReader, command_id: int, status: int) -> _ShortMessage:
         fast = cls._parse_well_formed(r)
         if fast is not None:
             return fast
@@ -409,7 +320,7 @@ class _ShortMessage:
         )
 
     @classmethod
-    def _parse_well_formed(cls, r: _Reader) -> _ShortMessage | None:
+    def _parse_well_formed(cls, r: BodyReader) -> _ShortMessage | None:
         """The PDU when every mandatory field is present and within its size (the usual case), read
         with a few ``find`` calls; None sends the body through the field-by-field reader instead.
         It accepts exactly what that reader accepts (same limits: NUL included, 6/21/21/17/17)."""
@@ -497,10 +408,10 @@ class _MessageIdResp:
         return int(self.COMMAND_ID)
 
     def body(self) -> bytes:
-        return _cstr(self.message_id, "message_id", 65)
+        return encode_cstring(self.message_id, "message_id", 65)
 
     @classmethod
-    def parse(cls, r: _Reader, command_id: int, status: int) -> _MessageIdResp:
+    def parse(cls, r: BodyReader, command_id: int, status: int) -> _MessageIdResp:
         if not r.remaining:  # error responses (and some deliver_sm_resp) carry no body at all
             return cls(status=status, sequence=r.sequence)
         message_id = r.cstring("message_id", 65, Status.ESME_RINVMSGID)
@@ -596,7 +507,7 @@ def decode(data: bytes) -> Pdu:
             sequence=sequence,
             command_id=command_id,
         )
-    reader = _Reader(data[HEADER_LENGTH:], command_id, sequence)
+    reader = BodyReader(data[HEADER_LENGTH:], command_id, sequence)
     return parser.parse(reader, command_id, status)  # type: ignore[return-value]
 
 

@@ -2,10 +2,9 @@
 
 The CLI (``mogateway waba migrate``) is a thin layer over :class:`Migration`, which walks the steps
 listed once in :data:`mogateway.waba.flow.FLOW` (the dry run's :func:`plan` lists the same steps'
-calls); scripts can call the Graph call functions in :mod:`mogateway.waba.steps` directly.
+calls); scripts can call the Graph call functions in :mod:`mogateway.waba.calls` directly.
 """
 
-from mogateway.waba.dry_run import plan
 from mogateway.waba.errors import (
     Classification,
     ExitCode,
@@ -16,8 +15,9 @@ from mogateway.waba.errors import (
     TransportError,
     classify,
 )
+from mogateway.waba.flow.dry_run import plan
+from mogateway.waba.flow.migration import Migration
 from mogateway.waba.graph import BackoffPolicy, GraphClient, GraphRequest
-from mogateway.waba.migration import Migration
 from mogateway.waba.options import MigrationOptions
 from mogateway.waba.phone import PhoneError, PhoneNumber, parse_phone
 from mogateway.waba.prompts import Mark, MigrationUI

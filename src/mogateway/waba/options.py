@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, MigrationStopped
 from mogateway.waba.phone import PhoneNumber
 
@@ -47,7 +47,7 @@ class MigrationOptions:
             raise MigrationStopped(
                 ExitCode.USAGE, f"--waba-id must be the numeric WABA id, not {self.waba_id!r}"
             )
-        if self.code_method not in steps.CODE_METHODS:
+        if self.code_method not in calls.CODE_METHODS:
             raise MigrationStopped(ExitCode.USAGE, "--code-method must be SMS or VOICE")
         if not LANGUAGE_RE.match(self.language):
             raise MigrationStopped(ExitCode.USAGE, f"--language must look like en_US, not {self.language!r}")

@@ -17,7 +17,7 @@
 * ``max_ack_pending`` bounds what all nodes together hold unacknowledged: backpressure for the whole
   cluster. ``node_max_pending`` bounds one node's share so that work spreads over the nodes.
 
-A delivery is ``redelivered`` when the server delivered it before (a node died or let it go) or when the
+An entry is ``redelivered`` when the server delivered it before (a node died or let it go) or when the
 sweeper re-published it: the dispatcher then reads the journal before doing anything.
 """
 
@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import nats
 import nats.errors
@@ -46,12 +46,11 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mogateway.config import describe_error
+from mogateway.config.nats import NatsSettings, parse_settings
 from mogateway.core.message import Message, Sender
 
-__all__ = ["JetStreamDelivery", "JetStreamQueue", "NatsSettings"]
+__all__ = ["JetStreamEntry", "JetStreamQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -59,61 +58,8 @@ log = logging.getLogger(__name__)
 RECOVERED_HEADER = "Mogateway-Recovered"
 
 
-class NatsSettings(BaseModel):
-    """The ``[nats]`` settings (environment: ``MOGATEWAY_NATS__<NAME>``), with defaults for production."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    stream: str = Field(default="MOGATEWAY_MO", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    subject: str = Field(default="mogateway.mo", pattern=r"^[A-Za-z0-9_.-]{1,128}$")
-    consumer: str = Field(default="mogateway-dispatch", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    #: Stream replicas: 3 on a 3-node NATS cluster survives the loss of one NATS server.
-    replicas: int = Field(default=1, ge=1, le=5)
-    storage: Literal["file", "memory"] = "file"
-    #: An MO still in the stream after this long is dropped by NATS; the journal and sweeper still have it.
-    max_age_s: float = Field(default=3 * 86400, gt=0)
-    max_msgs: int = Field(default=-1, ge=-1)
-    max_bytes: int = Field(default=-1, ge=-1)
-    #: How long NATS remembers a Nats-Msg-Id to drop a second publish of the same MO.
-    duplicate_window_s: float = Field(default=120.0, gt=0)
-    #: Unacknowledged this long (no in_progress either) → delivered to another node: how long a dead
-    #: node's MOs wait. A live node refreshes an MO it holds after ack_wait_s / 3 (see the module).
-    ack_wait_s: float = Field(default=6.0, ge=1)
-    max_ack_pending: int = Field(default=20_000, ge=1)
-    node_max_pending: int = Field(default=2_000, ge=1)
-    max_hold_s: float = Field(default=600.0, ge=1)
-    fetch_batch: int = Field(default=256, ge=1, le=10_000)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    #: The sweeper re-publishes unfinished MOs unchanged for this long (a node died before publishing).
-    sweep_after_s: float = Field(default=60.0, gt=0)
-    sweep_interval_s: float = Field(default=10.0, gt=0)
-    sweep_page: int = Field(default=1000, ge=1)
-    #: Node registry: a KV bucket of heartbeats that expire after node_ttl_s.
-    nodes_bucket: str = Field(default="mogateway_nodes", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    heartbeat_s: float = Field(default=2.0, gt=0)
-    node_ttl_s: float = Field(default=15.0, gt=0)
-    #: Replies for a bind another node holds go to ``<reply_subject>.<node name>``.
-    reply_subject: str = Field(default="mogateway.reply", pattern=r"^[A-Za-z0-9_.-]{1,128}$")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> NatsSettings:
-        if self.node_ttl_s <= self.heartbeat_s:
-            raise ValueError("node_ttl_s must be longer than heartbeat_s")
-        if self.node_max_pending > self.max_ack_pending:
-            self.node_max_pending = self.max_ack_pending
-        return self
-
-
-def parse_settings(raw: Mapping[str, Any]) -> NatsSettings:
-    """Validate ``raw``; raise ValueError with one line naming the bad setting and its variable."""
-    try:
-        return NatsSettings.model_validate({str(k).lower(): v for k, v in raw.items()})
-    except ValidationError as exc:
-        raise ValueError(describe_error(exc, within=("nats",))) from None
-
-
-class JetStreamDelivery:
-    """One MO pulled from the stream, held by this node until ``ack`` or ``nak``."""
+class JetStreamEntry:
+    """One MO pulled from the stream (a ``core.ports.QueueEntry``), held by this node until ``ack``."""
 
     __slots__ = ("_msg", "_queue", "held_since", "item", "redelivered", "refreshed")
 
@@ -130,10 +76,6 @@ class JetStreamDelivery:
     async def ack(self) -> None:
         self._queue._release(self)
         await self._msg.ack()
-
-    async def nak(self, delay_s: float = 0.0) -> None:
-        self._queue._release(self)
-        await self._msg.nak(delay=delay_s or None)
 
     async def in_progress(self) -> None:
         self.refreshed = time.monotonic()
@@ -153,8 +95,8 @@ class JetStreamQueue:
         self.nc: NatsClient | None = None
         self.js: JetStreamContext | None = None
         self._sub: Any = None
-        self._ready: asyncio.Queue[JetStreamDelivery] = asyncio.Queue()
-        self._held: dict[int, JetStreamDelivery] = {}
+        self._ready: asyncio.Queue[JetStreamEntry] = asyncio.Queue()
+        self._held: dict[int, JetStreamEntry] = {}
         self._room = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._fetching: asyncio.Task[None] | None = None
@@ -275,14 +217,14 @@ class JetStreamQueue:
 
     # ------------------------------------------------------------------ consuming
 
-    async def get(self) -> JetStreamDelivery:
+    async def get(self) -> JetStreamEntry:
         if self._fetching is None and self._sub is not None:
             self._fetching = asyncio.create_task(self._fetch_forever(), name="jetstream-fetch")
             self._tasks.append(self._fetching)
         return await self._ready.get()
 
-    def _release(self, delivery: JetStreamDelivery) -> None:
-        if self._held.pop(id(delivery), None) is not None:
+    def _release(self, entry: JetStreamEntry) -> None:
+        if self._held.pop(id(entry), None) is not None:
             self._room.set()
 
     def held(self) -> int:
@@ -319,9 +261,9 @@ class JetStreamQueue:
             task.add_done_callback(lambda t: t.exception())
             return
         redelivered = msg.metadata.num_delivered > 1 or bool((msg.headers or {}).get(RECOVERED_HEADER))
-        delivery = JetStreamDelivery(self, msg, item, redelivered)
-        self._held[id(delivery)] = delivery
-        self._ready.put_nowait(delivery)
+        entry = JetStreamEntry(self, msg, item, redelivered)
+        self._held[id(entry)] = entry
+        self._ready.put_nowait(entry)
 
     async def _keep_alive_forever(self) -> None:
         s = self.settings
@@ -338,16 +280,16 @@ class JetStreamQueue:
         now = time.monotonic()
         due_before = now - s.ack_wait_s / 3
         told = 0
-        for delivery in list(self._held.values()):
-            if delivery.refreshed > due_before:
+        for entry in list(self._held.values()):
+            if entry.refreshed > due_before:
                 continue
-            if now - delivery.held_since > s.max_hold_s:
+            if now - entry.held_since > s.max_hold_s:
                 # Held too long (a stuck lane, a lost task): let another node try.
-                self._release(delivery)
-                log.warning("giving up %s after holding it %.0f s", delivery.item.id, s.max_hold_s)
+                self._release(entry)
+                log.warning("giving up %s after holding it %.0f s", entry.item.id, s.max_hold_s)
                 continue
             with contextlib.suppress(Exception):
-                await delivery.in_progress()
+                await entry.in_progress()
                 told += 1
         self.refreshes += told
         return told

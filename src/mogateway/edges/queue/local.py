@@ -16,7 +16,7 @@ from mogateway.core.message import Message
 __all__ = ["LocalQueue"]
 
 
-class _LocalDelivery:
+class _LocalEntry:
     __slots__ = ("_held", "item", "redelivered")
 
     def __init__(self, item: Message, redelivered: bool, held: set[str]) -> None:
@@ -27,9 +27,6 @@ class _LocalDelivery:
     async def ack(self) -> None:
         self._held.discard(self.item.id)
 
-    async def nak(self, delay_s: float = 0.0) -> None:
-        self._held.discard(self.item.id)
-
     async def in_progress(self) -> None:
         return None
 
@@ -38,7 +35,7 @@ class LocalQueue:
     """An asyncio queue of messages."""
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[_LocalDelivery] = asyncio.Queue()
+        self._queue: asyncio.Queue[_LocalEntry] = asyncio.Queue()
         self._held: set[str] = set()
 
     async def start(self) -> None:
@@ -54,9 +51,9 @@ class LocalQueue:
             if item.id in held:
                 continue  # already here (a second hint, a sweep): one copy is dispatched, not two
             held.add(item.id)
-            put(_LocalDelivery(item, redelivered, held))
+            put(_LocalEntry(item, redelivered, held))
 
-    async def get(self) -> _LocalDelivery:
+    async def get(self) -> _LocalEntry:
         return await self._queue.get()
 
     def lag(self) -> int:

@@ -1,4 +1,4 @@
-"""One SMPP bind over asyncio: connect, bind, keep alive, reconnect; submit_sm with window and throttle.
+"""One SMPP bind over asyncio: connect, bind, keep alive, reconnect; submit_sm within a window and a rate.
 
 The protocol lives in :class:`~mogateway.smpp.session.Session`; this file only moves bytes and time
 between it and a socket. Each :class:`EsmeBind` runs its own task: when its link fails it waits
@@ -11,9 +11,9 @@ that calls ``answer(status)`` itself, which spares a task per message. Many deli
 progress at once, as many as the SMSC's own window sends.
 
 Speed: every PDU written during one turn of the event loop goes out in one socket write (under load a
-system call per small PDU was the largest single cost of a bind), and the throttle spaces submit_sm
-exactly on average but only sleeps once the schedule is at least 1 ms ahead, so a fast link is not held
-to one submit_sm per turn of the loop.
+system call per small PDU was the largest single cost of a bind), and the submit rate (``throughput``)
+spaces submit_sm exactly on average but only sleeps once the schedule is at least 1 ms ahead, so a fast
+link is not held to one submit_sm per turn of the loop.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from mogateway.edges.smpp.config import BindConfig
+from mogateway.config.smpp import BindConfig
 from mogateway.service.throttle import Throttle
 from mogateway.smpp.constants import Status
 from mogateway.smpp.framer import Framer
@@ -57,9 +57,9 @@ Answer = Callable[[int], None]
 _READ_SIZE: Final = 65536
 _CONNECT_TIMEOUT_S: Final = 10.0
 _UNBIND_WAIT_S: Final = 5.0
-#: The throttle sleeps only when the next submit_sm is due at least this far ahead; smaller gaps are
+#: The submit rate sleeps only when the next submit_sm is due at least this far ahead; smaller gaps are
 #: carried forward in the schedule, so the average rate stays exact and the burst stays under 1 ms.
-_THROTTLE_GRANULARITY_S: Final = 0.001
+_RATE_GRANULARITY_S: Final = 0.001
 
 
 class BindUnavailable(Exception):
@@ -150,7 +150,7 @@ class EsmeBind:
         self._tasks: set[asyncio.Task[None]] = set()
         self._bound_event = asyncio.Event()
         self._next_submit_at = 0.0
-        self._throttle_lock = asyncio.Lock()
+        self._rate_lock = asyncio.Lock()
 
     @property
     def state(self) -> str:
@@ -420,16 +420,17 @@ class EsmeBind:
 
     # ------------------------------------------------------------------------------------ submit
 
-    async def _throttle(self) -> None:
-        if not self._throttle_lock.locked():  # nobody sleeping in the throttle: maybe no wait at all
+    async def _keep_rate(self) -> None:
+        """Wait until this bind may send its next submit_sm (``throughput`` per second)."""
+        if not self._rate_lock.locked():  # nobody waiting for the rate: maybe no wait at all
             now = self._clock()
-            if self._next_submit_at - now < _THROTTLE_GRANULARITY_S:
+            if self._next_submit_at - now < _RATE_GRANULARITY_S:
                 self._next_submit_at = max(now, self._next_submit_at) + 1.0 / self.config.throughput
                 return
-        async with self._throttle_lock:
+        async with self._rate_lock:
             now = self._clock()
             wait = self._next_submit_at - now
-            if wait >= _THROTTLE_GRANULARITY_S:
+            if wait >= _RATE_GRANULARITY_S:
                 await asyncio.sleep(wait)
                 now = self._clock()
             self._next_submit_at = max(now, self._next_submit_at) + 1.0 / self.config.throughput
@@ -437,13 +438,13 @@ class EsmeBind:
     async def submit(self, pdu: SubmitSm, *, timeout: float = 30.0) -> Pdu:
         """Send one submit_sm and return its response (submit_sm_resp or generic_nack).
 
-        Waits for the throttle and for room in the window. Raises :class:`BindUnavailable` when nothing
+        Waits for the submit rate and for room in the window. Raises :class:`BindUnavailable` when nothing
         was sent (not bound as a transmitter, or the window stayed full for ``timeout``), and
         :class:`ResponseLost` when the submit_sm was written but no response came.
         """
         if not self.config.mode.can_transmit:
             raise BindUnavailable(f"bind {self.name} is a receiver")
-        await self._throttle()
+        await self._keep_rate()
         deadline = self._clock() + timeout
         while True:
             link = self._link

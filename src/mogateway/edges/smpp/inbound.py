@@ -40,6 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, Protocol, TypeVar
 
+from mogateway.config.smpp import BindConfig
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import Stored
@@ -47,7 +48,6 @@ from mogateway.core.reassembly import Assembled, Reassembler
 from mogateway.core.repeats import content_source_id
 from mogateway.core.text import decode_short_message
 from mogateway.edges.dlt_errors import parse_receipt
-from mogateway.edges.smpp.config import BindConfig
 from mogateway.smpp.constants import Status, TlvTag
 from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.segments import mo_part

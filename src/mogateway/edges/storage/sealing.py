@@ -21,7 +21,6 @@ Rules stated here, before the code:
 from __future__ import annotations
 
 import base64
-import binascii
 import collections
 import hashlib
 import logging
@@ -29,6 +28,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Final
 
+from mogateway.config.secret_key import new_key, parse_key
 from mogateway.core.ports import SecretKeyError
 
 __all__ = [
@@ -51,28 +51,7 @@ KEY_SETTING: Final = "secret_key (MOGATEWAY_SECRET_KEY)"
 OLD_KEY_SETTING: Final = "old_secret_key (MOGATEWAY_OLD_SECRET_KEY)"
 
 _ALG: Final = "A256GCM"
-_KEY_BYTES: Final = 32
 _NONCE_BYTES: Final = 12
-_KEY_SHAPE: Final = "must be 32 random bytes in url-safe base64 (make one with `mogateway secrets new-key`)"
-
-
-def new_key() -> str:
-    """A fresh key for ``secret_key``: 32 random bytes, url-safe base64 (44 characters)."""
-    return base64.urlsafe_b64encode(os.urandom(_KEY_BYTES)).decode("ascii")
-
-
-def parse_key(text: str) -> bytes:
-    """The 32 key bytes of a ``secret_key`` value; ValueError (without the value) when it is not one."""
-    cleaned = text.strip().rstrip("=")
-    try:
-        # validate=True: a character outside the alphabet (or padding in the middle) is an error, not
-        # the end of the key.
-        raw = base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(_KEY_SHAPE) from None
-    if len(raw) != _KEY_BYTES:
-        raise ValueError(_KEY_SHAPE)
-    return raw
 
 
 def key_id(key: bytes) -> str:

@@ -1,67 +1,29 @@
-"""The fake Graph API's world: fixtures, per-number migration records, clock, outbox, counters.
+"""The fake Graph API's world: fixtures, per-number migration records, clock, outbox, counters (the
+records, the clock and Graph's limits are in ``model``).
 
 Plain synchronous logic (no HTTP here): each Graph endpoint is a method taking the caller's token
 record and the merged parameters, returning a JSON body or raising :class:`FakeGraphError`.
 Validation follows the order of the reference's §9.4; the first failure wins.
-
-Migration record states: REQUESTED → CODE_SENT → VERIFIED → REGISTERED.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, migration_error, not_found
 from mogateway.testing.fake_graph.fixtures import normalize
-
-REGISTER_WINDOW_S = 72 * 3600
-REGISTER_LIMIT = 10
-DELETION_WAIT_S = 300
-LANGUAGE_RE = re.compile(r"^[a-z]{2,3}([_-][A-Z]{2})?$")
-CODE_RE = re.compile(r"^\d{6}$")
-REGIONS = {"AU", "ID", "IN", "JP", "SG", "KR", "DE", "CH", "GB", "BR", "BH", "ZA", "AE", "CA"}
-
-
-class Clock:
-    """Wall time plus an offset tests move forward (``POST /__fake/clock``)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def now(self) -> float:
-        """Virtual epoch seconds."""
-        return time.time() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        """Move virtual time forward."""
-        self.offset += seconds
-
-
-@dataclass
-class Migration:
-    """A number being migrated into a destination WABA, keyed by its new phone number id."""
-
-    pid: str
-    e164: str
-    dest_waba: str
-    state: str = "REQUESTED"
-    code: str | None = None
-    code_expires: float = 0.0
-    attempts: int = 0
-    code_requests: list[float] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        """For ``/__fake/state`` (the code is shown: this is a test server)."""
-        return dict(self.__dict__)
-
-
-def truthy(value: Any) -> bool:
-    """Graph booleans: ``true`` or ``"true"``."""
-    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+from mogateway.testing.fake_graph.model import (
+    CODE_RE,
+    LANGUAGE_RE,
+    REGIONS,
+    REGISTER_LIMIT,
+    REGISTER_WINDOW_S,
+    Clock,
+    Migration,
+    truthy,
+)
 
 
 class World:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
+from mogateway.waba.calls import NumberInfo
 from mogateway.waba.errors import (
     Classification,
     ExitCode,
@@ -26,7 +27,6 @@ from mogateway.waba.graph import GraphClient
 from mogateway.waba.options import MigrationOptions
 from mogateway.waba.prompts import MigrationUI
 from mogateway.waba.state import MigrationState, StateFile, Step
-from mogateway.waba.steps import NumberInfo
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ Rules this file keeps:
 
 from __future__ import annotations
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -21,10 +21,10 @@ class FinalStatus(FlowStep):
     title = "Final status"
 
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
-        return [(steps.get_number_request(inputs.phone_number_id), "always: final status")]
+        return [(calls.get_number_request(inputs.phone_number_id), "always: final status")]
 
     def act(self, ctx: Context) -> Rewind | None:
-        number = ctx.call(Step.DONE, lambda: steps.get_number(ctx.client, ctx.pid))
+        number = ctx.call(Step.DONE, lambda: calls.get_number(ctx.client, ctx.pid))
         if not number.is_connected:
             ctx.stop(
                 Step.DONE,

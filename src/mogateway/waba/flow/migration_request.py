@@ -13,7 +13,7 @@ Rules this file keeps:
 
 from __future__ import annotations
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, Kind, TransportError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -35,7 +35,7 @@ class RequestMigration(FlowStep):
 
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
         opts = inputs.options
-        request = steps.request_migration_request(opts.waba_id, opts.phone.cc, opts.phone.national)
+        request = calls.request_migration_request(opts.waba_id, opts.phone.cc, opts.phone.national)
         return [(request, "unless the number is already on the WABA")]
 
     def act(self, ctx: Context) -> Rewind | None:
@@ -58,7 +58,7 @@ class RequestMigration(FlowStep):
         fixed = False
         while True:
             try:
-                pid = steps.request_migration(ctx.client, opts.waba_id, state.cc, state.national)
+                pid = calls.request_migration(ctx.client, opts.waba_id, state.cc, state.national)
                 break
             except GraphError as err:
                 verdict = classify(err)
@@ -66,7 +66,7 @@ class RequestMigration(FlowStep):
                     ui.info("Meta says the number already exists on the WABA (2388012): looking up its id")
                     found = ctx.call(
                         Step.MIGRATION_REQUESTED,
-                        lambda: steps.find_number(ctx.client, opts.waba_id, state.cc, state.national),
+                        lambda: calls.find_number(ctx.client, opts.waba_id, state.cc, state.national),
                     )
                     if found is None:
                         ctx.fail(Step.MIGRATION_REQUESTED, err, verdict)
@@ -74,7 +74,7 @@ class RequestMigration(FlowStep):
                     break
                 if verdict.kind is Kind.WEBHOOKS_MISSING and not fixed:
                     ui.info("Meta wants an app subscribed to the WABA first: subscribing, then retrying once")
-                    ctx.call(Step.MIGRATION_REQUESTED, lambda: steps.subscribe_app(ctx.client, opts.waba_id))
+                    ctx.call(Step.MIGRATION_REQUESTED, lambda: calls.subscribe_app(ctx.client, opts.waba_id))
                     fixed = True
                     continue
                 _learn_from(err, state.facts)

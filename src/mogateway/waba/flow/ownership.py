@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, Kind, TransportError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -35,7 +35,7 @@ class ConfirmOwnership(FlowStep):
     def is_done(self, ctx: Context) -> bool:
         """Ask Graph how far the number is, and mark as done what Graph already did."""
         state = ctx.state
-        number = ctx.call(Step.CODE_REQUESTED, lambda: steps.get_number(ctx.client, ctx.pid))
+        number = ctx.call(Step.CODE_REQUESTED, lambda: calls.get_number(ctx.client, ctx.pid))
         if number.is_connected:
             for step in (Step.CODE_REQUESTED, Step.CODE_VERIFIED, Step.REGISTERED):
                 if not state.is_done(step):
@@ -50,12 +50,12 @@ class ConfirmOwnership(FlowStep):
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
         pid, opts = inputs.phone_number_id, inputs.options
         return [
-            (steps.get_number_request(pid), "always: how far Graph already is"),
+            (calls.get_number_request(pid), "always: how far Graph already is"),
             (
-                steps.request_code_request(pid, opts.code_method, opts.language),
+                calls.request_code_request(pid, opts.code_method, opts.language),
                 "unless a code was requested",
             ),
-            (steps.verify_code_request(pid, "<CODE>"), "with the code you type or pass with --code"),
+            (calls.verify_code_request(pid, "<CODE>"), "with the code you type or pass with --code"),
         ]
 
     def act(self, ctx: Context) -> Rewind | None:
@@ -117,7 +117,7 @@ class ConfirmOwnership(FlowStep):
 def _request_code(ctx: Context, method: str) -> None:
     state, language = ctx.state, ctx.options.language
     try:
-        steps.request_code(ctx.client, ctx.pid, method, language)
+        calls.request_code(ctx.client, ctx.pid, method, language)
     except GraphError as err:
         ctx.fail(Step.CODE_REQUESTED, err, classify(err))
     except TransportError as err:
@@ -135,7 +135,7 @@ def _request_code(ctx: Context, method: str) -> None:
 def _verify(ctx: Context, code: str) -> bool:
     """True when Graph accepted the code; False when it refused it (wrong or expired)."""
     try:
-        steps.verify_code(ctx.client, ctx.pid, code)
+        calls.verify_code(ctx.client, ctx.pid, code)
     except GraphError as err:
         verdict = classify(err)
         if verdict.kind is not Kind.CODE_REJECTED:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -31,30 +31,30 @@ class Preflight(FlowStep):
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
         waba = inputs.options.waba_id
         return [
-            (steps.debug_token_request(inputs.token), "always: token validity, scopes, app id"),
-            (steps.get_waba_request(waba), "always: the destination WABA is reachable"),
-            (steps.list_numbers_request(waba), "when no id is saved yet: is the number already on the WABA"),
-            (steps.list_subscribed_apps_request(waba), "always: is this app subscribed"),
-            (steps.subscribe_app_request(waba), "only if this app is not subscribed"),
+            (calls.debug_token_request(inputs.token), "always: token validity, scopes, app id"),
+            (calls.get_waba_request(waba), "always: the destination WABA is reachable"),
+            (calls.list_numbers_request(waba), "when no id is saved yet: is the number already on the WABA"),
+            (calls.list_subscribed_apps_request(waba), "always: is this app subscribed"),
+            (calls.subscribe_app_request(waba), "only if this app is not subscribed"),
         ]
 
     def act(self, ctx: Context) -> Rewind | None:
         ui, state, waba_id = ctx.ui, ctx.state, ctx.options.waba_id
-        token = ctx.call(Step.PREFLIGHT, lambda: steps.debug_token(ctx.client))
+        token = ctx.call(Step.PREFLIGHT, lambda: calls.debug_token(ctx.client))
         if not token.is_valid:
             ctx.stop(
                 Step.PREFLIGHT, ExitCode.AUTH, "The access token is not valid (debug_token).", _auth_advice()
             )
         ui.check(Mark.OK, f"token valid, app {token.app_id} ({token.app_name or 'unnamed'})")
-        if steps.MANAGEMENT_SCOPE not in token.scopes:
+        if calls.MANAGEMENT_SCOPE not in token.scopes:
             ctx.stop(
-                Step.PREFLIGHT, ExitCode.AUTH, f"The token lacks {steps.MANAGEMENT_SCOPE}.", _auth_advice()
+                Step.PREFLIGHT, ExitCode.AUTH, f"The token lacks {calls.MANAGEMENT_SCOPE}.", _auth_advice()
             )
-        ui.check(Mark.OK, f"permission {steps.MANAGEMENT_SCOPE}")
-        if steps.MESSAGING_SCOPE in token.scopes:
-            ui.check(Mark.OK, f"permission {steps.MESSAGING_SCOPE}")
+        ui.check(Mark.OK, f"permission {calls.MANAGEMENT_SCOPE}")
+        if calls.MESSAGING_SCOPE in token.scopes:
+            ui.check(Mark.OK, f"permission {calls.MESSAGING_SCOPE}")
         else:
-            ui.check(Mark.WARN, f"permission {steps.MESSAGING_SCOPE} missing (Solution Partners need it)")
+            ui.check(Mark.WARN, f"permission {calls.MESSAGING_SCOPE} missing (Solution Partners need it)")
         if token.expires_at:
             left = token.expires_at - time.time()
             ui.check(
@@ -74,7 +74,7 @@ class Preflight(FlowStep):
         if token.waba_targets is not None and waba_id not in token.waba_targets:
             ui.check(Mark.WARN, f"the token's grants do not list WABA {waba_id}")
 
-        waba = ctx.call(Step.PREFLIGHT, lambda: steps.get_waba(ctx.client, waba_id))
+        waba = ctx.call(Step.PREFLIGHT, lambda: calls.get_waba(ctx.client, waba_id))
         review = waba.review_status or "unknown"
         ui.check(
             Mark.OK if review == "APPROVED" else Mark.WARN,
@@ -84,13 +84,13 @@ class Preflight(FlowStep):
             state.facts.business_verified = waba.business_verification_status == "verified"
 
         _find_existing_number(ctx)
-        apps = ctx.call(Step.PREFLIGHT, lambda: steps.list_subscribed_apps(ctx.client, waba_id))
-        if not steps.is_app_subscribed(apps, app_id):
+        apps = ctx.call(Step.PREFLIGHT, lambda: calls.list_subscribed_apps(ctx.client, waba_id))
+        if not calls.is_app_subscribed(apps, app_id):
             ui.info(
                 f"app {app_id} is not subscribed to WABA {waba_id}: subscribing it "
                 "(Meta requires a subscribed app before migrating)"
             )
-            ctx.call(Step.PREFLIGHT, lambda: steps.subscribe_app(ctx.client, waba_id))
+            ctx.call(Step.PREFLIGHT, lambda: calls.subscribe_app(ctx.client, waba_id))
         ui.check(Mark.OK, f"app {app_id} subscribed to the WABA's webhooks")
         state.facts.app_subscribed = True
 
@@ -105,13 +105,13 @@ class Preflight(FlowStep):
 
 def _find_existing_number(ctx: Context) -> None:
     state, waba_id = ctx.state, ctx.options.waba_id
-    number: steps.NumberInfo | None = None
+    number: calls.NumberInfo | None = None
     if state.phone_number_id:
         pid = state.phone_number_id
-        number = ctx.call(Step.PREFLIGHT, lambda: steps.get_number(ctx.client, pid))
+        number = ctx.call(Step.PREFLIGHT, lambda: calls.get_number(ctx.client, pid))
     else:
         number = ctx.call(
-            Step.PREFLIGHT, lambda: steps.find_number(ctx.client, waba_id, state.cc, state.national)
+            Step.PREFLIGHT, lambda: calls.find_number(ctx.client, waba_id, state.cc, state.national)
         )
         if number is not None:
             ctx.ui.info(f"{state.e164} is already on WABA {waba_id}: resuming with id {number.id}")

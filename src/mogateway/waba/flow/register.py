@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, Kind, TransportError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -41,7 +41,7 @@ class Register(FlowStep):
 
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
         return [
-            (steps.register_request(inputs.phone_number_id, "<PIN>"), "once; never repeated automatically")
+            (calls.register_request(inputs.phone_number_id, "<PIN>"), "once; never repeated automatically")
         ]
 
     def act(self, ctx: Context) -> Rewind | None:
@@ -64,7 +64,7 @@ class Register(FlowStep):
             state.register_attempts.append(time.time())
             ctx.save()
             try:
-                steps.register(ctx.client, ctx.pid, pin)
+                calls.register(ctx.client, ctx.pid, pin)
                 break
             except GraphError as err:
                 verdict = classify(err)
@@ -99,9 +99,9 @@ class Register(FlowStep):
         return None
 
 
-def _status_or_none(ctx: Context) -> steps.NumberInfo | None:
+def _status_or_none(ctx: Context) -> calls.NumberInfo | None:
     try:
-        return steps.get_number(ctx.client, ctx.pid)
+        return calls.get_number(ctx.client, ctx.pid)
     except (GraphError, TransportError):
         return None
 

@@ -11,7 +11,7 @@ Rules this file keeps:
 
 from __future__ import annotations
 
-from mogateway.waba import steps
+from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, Kind, TransportError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
@@ -27,19 +27,19 @@ class CheckSubscription(FlowStep):
     title = "Check webhook subscription"
 
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
-        request = steps.list_subscribed_apps_request(inputs.options.waba_id)
+        request = calls.list_subscribed_apps_request(inputs.options.waba_id)
         return [(request, "always: this app id is among the subscribed apps")]
 
     def act(self, ctx: Context) -> Rewind | None:
         ui, waba_id, app_id = ctx.ui, ctx.options.waba_id, ctx.state.app_id or ""
-        apps = ctx.call(Step.SUBSCRIPTION_CHECKED, lambda: steps.list_subscribed_apps(ctx.client, waba_id))
-        if not steps.is_app_subscribed(apps, app_id):
+        apps = ctx.call(Step.SUBSCRIPTION_CHECKED, lambda: calls.list_subscribed_apps(ctx.client, waba_id))
+        if not calls.is_app_subscribed(apps, app_id):
             ui.info(f"app {app_id} is not among the WABA's subscribed apps: subscribing it")
-            ctx.call(Step.SUBSCRIPTION_CHECKED, lambda: steps.subscribe_app(ctx.client, waba_id))
+            ctx.call(Step.SUBSCRIPTION_CHECKED, lambda: calls.subscribe_app(ctx.client, waba_id))
             apps = ctx.call(
-                Step.SUBSCRIPTION_CHECKED, lambda: steps.list_subscribed_apps(ctx.client, waba_id)
+                Step.SUBSCRIPTION_CHECKED, lambda: calls.list_subscribed_apps(ctx.client, waba_id)
             )
-            if not steps.is_app_subscribed(apps, app_id):
+            if not calls.is_app_subscribed(apps, app_id):
                 ctx.stop(
                     Step.SUBSCRIPTION_CHECKED,
                     ExitCode.ERROR,
@@ -72,7 +72,7 @@ class OverrideCallback(FlowStep):
 
     def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
         opts = inputs.options
-        request = steps.override_callback_request(opts.waba_id, opts.callback_url or "", "<VERIFY_TOKEN>")
+        request = calls.override_callback_request(opts.waba_id, opts.callback_url or "", "<VERIFY_TOKEN>")
         return [(request, "--callback-url")]
 
     def act(self, ctx: Context) -> Rewind | None:
@@ -81,7 +81,7 @@ class OverrideCallback(FlowStep):
         fixed = False
         while True:
             try:
-                steps.override_callback(ctx.client, opts.waba_id, url, verify_token)
+                calls.override_callback(ctx.client, opts.waba_id, url, verify_token)
                 break
             except GraphError as err:
                 verdict = classify(err)
@@ -89,7 +89,7 @@ class OverrideCallback(FlowStep):
                     ui.info(
                         "Meta wants the app subscribed before an override: subscribing, then retrying once"
                     )
-                    ctx.call(Step.CALLBACK_OVERRIDDEN, lambda: steps.subscribe_app(ctx.client, opts.waba_id))
+                    ctx.call(Step.CALLBACK_OVERRIDDEN, lambda: calls.subscribe_app(ctx.client, opts.waba_id))
                     fixed = True
                     continue
                 ctx.fail(Step.CALLBACK_OVERRIDDEN, err, verdict)

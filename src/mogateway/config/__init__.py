@@ -2,6 +2,10 @@
 
 Every setting is documented in ``docs/configuration.md``. An invalid setting stops start-up with one
 line naming it (see :func:`describe_error`).
+
+The settings are plain data: this package imports no adapter (``edges`` reads its models from here —
+``config.smpp`` for the binds, ``config.nats`` for JetStream, ``config.secret_key`` for the key's
+shape — never the other way round).
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mogateway.edges.smpp.config import SmppSettings
-from mogateway.edges.storage.sealing import parse_key
+from mogateway.config.secret_key import parse_key
+from mogateway.config.smpp import SmppSettings
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -65,7 +69,7 @@ class Settings(BaseSettings):
     header_timeout_s: int = Field(10, ge=1, le=600)
     idle_timeout_s: int = Field(15, ge=1, le=3600)
 
-    # Client secrets at rest (storage/sealing.py) and signed callbacks (core/signing.py).
+    # Client secrets at rest (edges/storage/sealing.py) and signed callbacks (core/signing.py).
     secret_key: SecretStr | None = None
     old_secret_key: SecretStr | None = None
     signing_grace_s: float = Field(24 * 3600.0, ge=0, le=30 * 24 * 3600.0)

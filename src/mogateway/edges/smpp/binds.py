@@ -1,5 +1,6 @@
-"""Start-up of the SMPP side of a gateway: one :class:`EsmeBind` per configured bind, a reply channel
-over them, their state for ``GET /v1/binds`` and their counters for /metrics."""
+"""The running binds of one gateway node (``bind.py`` is one of them): one :class:`EsmeBind` per
+configured bind, started together, a reply channel over them, their state for ``GET /v1/binds`` and
+their counters for /metrics."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from mogateway.config.smpp import SmppSettings
 from mogateway.core.ports import ReceiptStore
 from mogateway.edges.smpp.bind import EsmeBind
-from mogateway.edges.smpp.config import SmppSettings
 from mogateway.edges.smpp.inbound import InboundHandler, IntakeLike
 from mogateway.edges.smpp.replies import SmppReplyChannel
 
-__all__ = ["SmppService", "start_smpp"]
+__all__ = ["SmppBinds", "start_binds"]
 
 log = logging.getLogger("mogateway.smpp")
 
 
-class SmppService:
+class SmppBinds:
     """The running binds of one gateway."""
 
     def __init__(self, binds: dict[str, EsmeBind], handlers: dict[str, InboundHandler]) -> None:
@@ -66,8 +67,8 @@ class SmppService:
 class _BindCollector(Collector):
     """Reads the binds' state at scrape time (no second bookkeeping to drift)."""
 
-    def __init__(self, service: SmppService) -> None:
-        self._service = service
+    def __init__(self, binds: SmppBinds) -> None:
+        self._binds = binds
 
     def collect(self) -> Iterator[Metric]:
         bound = GaugeMetricFamily("mogateway_smpp_bind_up", "1 when the bind is bound", labels=["bind"])
@@ -75,7 +76,7 @@ class _BindCollector(Collector):
             "mogateway_smpp_bind_in_flight", "requests awaiting a response", labels=["bind"]
         )
         counters: dict[str, CounterMetricFamily] = {}
-        for row in self._service.status():
+        for row in self._binds.status():
             name = str(row["name"])
             bound.add_metric([name], 1.0 if row["state"] == "bound" else 0.0)
             inflight.add_metric([name], float(row["in_flight"]))
@@ -94,13 +95,13 @@ class _BindCollector(Collector):
         return iter(())
 
 
-async def start_smpp(
+async def start_binds(
     settings: SmppSettings,
     *,
     intake: IntakeLike,
     receipts: ReceiptStore,
     metrics: CollectorRegistry | None = None,
-) -> SmppService:
+) -> SmppBinds:
     """Create and start every configured bind, without waiting for any to connect: binds connect in the
     background, and one that cannot keeps retrying without holding up the gateway or the other binds."""
     binds: dict[str, EsmeBind] = {}
@@ -109,8 +110,8 @@ async def start_smpp(
         handler = InboundHandler(config, intake, receipts)
         handlers[config.name] = handler
         binds[config.name] = EsmeBind(config, handler)
-    service = SmppService(binds, handlers)
+    running = SmppBinds(binds, handlers)
     if metrics is not None:
-        metrics.register(_BindCollector(service))
-    service.start()
-    return service
+        metrics.register(_BindCollector(running))
+    running.start()
+    return running

@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from mogateway.waba.calls import NumberInfo
 from mogateway.waba.errors import ExitCode, MigrationStopped
 from mogateway.waba.flow import FLOW, Context, FlowStep, Rewind
 from mogateway.waba.graph import GraphClient
 from mogateway.waba.options import MigrationOptions
 from mogateway.waba.prompts import Mark, MigrationUI
 from mogateway.waba.state import MigrationState, StateFile, StateFileError
-from mogateway.waba.steps import NumberInfo
 
 
 class Migration:
