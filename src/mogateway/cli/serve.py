@@ -132,6 +132,23 @@ def _worker_count(settings: Settings, requested: int | None) -> int:
     return count
 
 
+def _hold_journal(settings: Settings) -> None:
+    """Hold the SQLite journal's lock for as long as this process lives (``edges.journal_hold``), so
+    that ``mogateway restore`` refuses to replace it under the gateway. The descriptor is never closed:
+    the kernel lets go when the process ends, however it ends."""
+    from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, sqlite_path
+
+    path = sqlite_path(settings.database)
+    if path is None:
+        return
+    try:
+        JournalHold(path).take(exclusive=False)
+    except HeldElsewhere as exc:
+        fail(f"cannot start: {exc}", Exit.FAILED)
+    except OSError as exc:
+        fail(f"cannot start: the journal's lock file {path}-serve.lock: {exc.strerror or exc}", Exit.FAILED)
+
+
 def _parse_seat(value: str, count: int) -> WorkerSeat:
     index, _, directory = value.partition(":")
     if not index.isdigit() or not directory or not 0 <= int(index) < count:
@@ -175,6 +192,7 @@ def register(app: typer.Typer) -> None:
             setup_logging(settings.log_level, settings.log_format, worker=f"w{seat.index}")
             raise typer.Exit(runner(_run(settings, seat, ready_fd)))
         setup_logging(settings.log_level, settings.log_format)
+        _hold_journal(settings)
         count = _worker_count(settings, workers)
         if count == 1:
             raise typer.Exit(runner(_run(settings)))
