@@ -2,7 +2,8 @@
 # Set up and run the whole test suite: installs mogateway with its test tools into ./.venv, starts
 # PostgreSQL and NATS JetStream when they are not running (installing them from Debian packages when
 # missing), installs Debian's Chromium for the console's browser tests when it is missing, installs the
-# independent SMSC used by the interop tests, installs systemd-analyze and promtool for the tests of deploy/, checks lint and types, runs pytest.
+# independent SMSC used by the interop tests, installs systemd-analyze and promtool for the tests of
+# deploy/, checks lint and types, runs pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/core -q).
 set -euo pipefail
 cd "$(dirname "$0")/.."
