@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from mogateway.cli import clients, messages, migrate, secrets, send, serve, simulate, smsc, top, waba
+from mogateway.cli import (
+    backup,
+    clients,
+    doctor,
+    messages,
+    migrate,
+    secrets,
+    send,
+    serve,
+    simulate,
+    smsc,
+    top,
+    waba,
+)
 
 app = typer.Typer(
     name="mogateway",
@@ -20,7 +33,7 @@ def _root() -> None:
     """Inbound-SMS gateway for Indian shortcodes: run it, manage clients, inspect messages."""
 
 
-for _module in (serve, clients, messages, send, simulate, smsc, waba, migrate, secrets, top):
+for _module in (serve, clients, messages, send, simulate, smsc, waba, migrate, secrets, top, backup, doctor):
     _module.register(app)
 
 

@@ -7,6 +7,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,24 +95,67 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
             settings.queue,
             interpreter(),
         )
-    announce = asyncio.create_task(_announce(server, ready_fd)) if ready_fd >= 0 else None
+    if ready_fd >= 0:
+        announce = asyncio.create_task(_announce(server, ready_fd))
+    else:
+        announce = asyncio.create_task(_notify_systemd(server, settings))
     try:
         await server.serve(sockets=sockets)
     finally:
-        if announce is not None:
-            announce.cancel()
+        announce.cancel()
         await gateway.stop()
     return 0 if server.started else 1
 
 
+#: A worker's heartbeat to its supervisor, from its event loop (supervisor.py: the systemd watchdog).
+HEARTBEAT_S = 1.0
+
+
 async def _announce(server: Any, ready_fd: int) -> None:
-    """Tell the supervisor this worker serves (it waits for every worker before it says so)."""
+    """Tell the supervisor this worker serves (it waits for every worker before it says so), then beat
+    on the same pipe every :data:`HEARTBEAT_S` from the event loop: a loop that stalls stops beating."""
     try:
         while not server.started:
             await asyncio.sleep(0.01)
         os.write(ready_fd, b"ready\n")
+        os.set_blocking(ready_fd, False)  # a supervisor that stalls must not stall this loop
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                os.write(ready_fd, b".")
+            except BlockingIOError:
+                pass  # the supervisor has not read for a while: the beats it has are enough
+            except BrokenPipeError:
+                return  # the supervisor is gone (this worker is told to stop)
     finally:
         os.close(ready_fd)
+
+
+async def _notify_systemd(server: Any, settings: Settings) -> None:
+    """One process serving on its own: ``READY=1`` to systemd once it takes traffic, ``WATCHDOG=1`` from
+    this event loop, ``STOPPING=1`` once the server begins to stop (edges.systemd); nothing when not
+    started by systemd."""
+    from mogateway.edges.systemd import Notifier
+
+    notifier = Notifier()
+    if not notifier.enabled:
+        return
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        notifier.ready(f"serving on {settings.host}:{settings.port}")
+        every = notifier.ping_every_s
+        pinged = 0.0
+        while not server.should_exit:
+            now = time.monotonic()
+            if every is not None and now - pinged >= every:
+                notifier.ping()
+                pinged = now
+            await asyncio.sleep(0.1)
+        # uvicorn ends the process with the signal it caught once it has shut down: say it now
+        notifier.stopping()
+    finally:
+        notifier.close()
 
 
 async def _quiet_stop(gateway: Any) -> None:
@@ -130,6 +174,23 @@ def _worker_count(settings: Settings, requested: int | None) -> int:
     if settings.database in (":memory:", "sqlite://:memory:") or not sys.platform.startswith("linux"):
         return 1
     return count
+
+
+def _hold_journal(settings: Settings) -> None:
+    """Hold the SQLite journal's lock for as long as this process lives (``edges.journal_hold``), so
+    that ``mogateway restore`` refuses to replace it under the gateway. The descriptor is never closed:
+    the kernel lets go when the process ends, however it ends."""
+    from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, sqlite_path
+
+    path = sqlite_path(settings.database)
+    if path is None:
+        return
+    try:
+        JournalHold(path).take(exclusive=False)
+    except HeldElsewhere as exc:
+        fail(f"cannot start: {exc}", Exit.FAILED)
+    except OSError as exc:
+        fail(f"cannot start: the journal's lock file {path}-serve.lock: {exc.strerror or exc}", Exit.FAILED)
 
 
 def _parse_seat(value: str, count: int) -> WorkerSeat:
@@ -175,6 +236,7 @@ def register(app: typer.Typer) -> None:
             setup_logging(settings.log_level, settings.log_format, worker=f"w{seat.index}")
             raise typer.Exit(runner(_run(settings, seat, ready_fd)))
         setup_logging(settings.log_level, settings.log_format)
+        _hold_journal(settings)
         count = _worker_count(settings, workers)
         if count == 1:
             raise typer.Exit(runner(_run(settings)))

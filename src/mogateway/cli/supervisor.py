@@ -21,6 +21,11 @@ directory, which the supervisor holds an ``flock`` on while it lives: the kernel
 the supervisor ends, so a start removes the directories no live supervisor holds (one SIGKILLed, or
 whose machine lost power), and crashes do not pile them up.
 
+Under systemd (``Type=notify``, ``edges.systemd``) the supervisor says ``READY=1`` once every worker
+serves. Each worker beats on its ready pipe every second from its event loop; the supervisor sends the
+watchdog's ``WATCHDOG=1`` only while every serving worker beat within :data:`STALE_S`, so a worker whose
+loop stalls stops the pings and systemd restarts the gateway after ``WatchdogSec``.
+
 While running it starts a worker again when one exits (after a pause that grows if it keeps failing
 straight away); the restarted worker recovers the MOs it owns. SIGTERM or SIGINT stops every worker
 the ordinary way (they finish what is in flight for a few seconds) and then the supervisor. The
@@ -50,6 +55,7 @@ from mogateway.cli.exit_codes import Exit
 from mogateway.config import Settings
 from mogateway.core.clients import RoutingTable
 from mogateway.core.workers import WorkerPlan
+from mogateway.edges.systemd import Notifier
 
 __all__ = [
     "SupervisorError",
@@ -68,6 +74,9 @@ START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 #: A worker that ran at least this long before it exited is started again at once.
 STEADY_S = 10.0
+#: A worker whose loop has not beaten (cli/serve.py, every second) for this long is stalled: the
+#: supervisor stops vouching for the gateway to systemd's watchdog.
+STALE_S = 5.0
 #: The workers' directory: its name's prefix, and the file its supervisor holds locked while it lives.
 DIRECTORY_PREFIX = "mogateway-workers-"
 HELD_BY = "supervisor.lock"
@@ -176,6 +185,9 @@ class _Worker:
     process: subprocess.Popen[bytes] | None = None
     ready_fd: int = -1
     ready: bool = False
+    beat_at: float = 0.0
+    announced: bool = False
+    stalled: bool = False
     started_at: float = 0.0
     failures: int = 0
     restart_at: float = 0.0
@@ -191,7 +203,7 @@ class _Supervisor:
         self.workers = [_Worker(i) for i in range(count)]
         self.stopping = False
 
-    def spawn(self, worker: _Worker) -> None:
+    def spawn(self, worker: _Worker, *, again: bool = True) -> None:
         read_fd, write_fd = os.pipe()
         command = [
             sys.executable,
@@ -212,23 +224,63 @@ class _Supervisor:
             os.close(write_fd)
         worker.ready_fd = read_fd
         worker.ready = False
+        worker.announced = not again
+        worker.stalled = False
         worker.started_at = time.monotonic()
 
     def _read_ready(self, worker: _Worker) -> None:
-        """The worker wrote on its pipe (it serves) or closed it (it exited)."""
+        """The worker wrote on its pipe ("ready" once it serves, then a beat a second from its event
+        loop) or closed it (it exited)."""
         try:
-            data = os.read(worker.ready_fd, 64)
+            data = os.read(worker.ready_fd, 4096)
         except OSError:
             data = b""
-        if data.startswith(b"ready"):
+        if not data:
+            os.close(worker.ready_fd)
+            worker.ready_fd = -1
+            return
+        if b"ready" in data:
             worker.ready = True
-        os.close(worker.ready_fd)
-        worker.ready_fd = -1
+        worker.beat_at = time.monotonic()
+
+    def _read_beats(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the workers' pipes and read what they wrote."""
+        fds = {w.ready_fd: w for w in self.workers if w.ready_fd >= 0}
+        if not fds:
+            time.sleep(timeout)
+            return
+        with contextlib.suppress(InterruptedError):
+            readable, _, _ = select.select(list(fds), [], [], timeout)
+            for fd in readable:
+                self._read_ready(fds[fd])
+
+    def loops_answer(self) -> bool:
+        """Whether every serving worker's event loop beat lately (one starting again is not counted:
+        the supervisor restarts it itself). Says once in the log when one stops and starts again."""
+        now = time.monotonic()
+        answering = True
+        for worker in self.workers:
+            if worker.process is None or not worker.ready:
+                continue
+            stalled = now - worker.beat_at > STALE_S
+            if stalled != worker.stalled:
+                worker.stalled = stalled
+                if stalled:
+                    log.warning(
+                        "worker %d (pid %d): its event loop has not answered for %.0f s",
+                        worker.index,
+                        worker.process.pid,
+                        now - worker.beat_at,
+                    )
+                else:
+                    log.info("worker %d answers again", worker.index)
+            answering = answering and not stalled
+        return answering
 
     def start_all(self) -> None:
         """Start every worker and wait until each serves (raises SupervisorError if one cannot)."""
         for worker in self.workers:
-            self.spawn(worker)
+            self.spawn(worker, again=False)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not all(w.ready for w in self.workers):
             if self.stopping:
@@ -242,7 +294,7 @@ class _Supervisor:
                     if code > 0:
                         raise SupervisorError("", code)  # its reason is on stderr already
                     raise SupervisorError(f"worker {worker.index} was killed while starting", Exit.FAILED)
-            waiting = [w.ready_fd for w in self.workers if w.ready_fd >= 0]
+            waiting = [w.ready_fd for w in self.workers if w.ready_fd >= 0 and not w.ready]
             if time.monotonic() > deadline:
                 raise SupervisorError(f"the workers did not start within {START_TIMEOUT_S:g} s", Exit.FAILED)
             if waiting:
@@ -254,10 +306,16 @@ class _Supervisor:
             else:
                 time.sleep(0.05)
 
-    def watch(self) -> None:
-        """Start again the workers that exit, until asked to stop."""
+    def watch(self, notifier: Notifier | None = None) -> None:
+        """Start again the workers that exit, until asked to stop; ping systemd's watchdog (when it has
+        one) while every worker's loop answers."""
+        every = notifier.ping_every_s if notifier is not None else None
+        pinged = 0.0
         while not self.stopping:
             now = time.monotonic()
+            if notifier is not None and every is not None and now - pinged >= every and self.loops_answer():
+                notifier.ping()
+                pinged = now
             for worker in self.workers:
                 process = worker.process
                 if process is None:
@@ -266,10 +324,9 @@ class _Supervisor:
                     continue
                 code = process.poll()
                 if code is None:
-                    if worker.ready_fd >= 0 and select.select([worker.ready_fd], [], [], 0)[0]:
-                        self._read_ready(worker)
-                        if worker.ready:
-                            log.info("worker %d serves again (pid %d)", worker.index, process.pid)
+                    if worker.ready and not worker.announced:
+                        worker.announced = True
+                        log.info("worker %d serves again (pid %d)", worker.index, process.pid)
                     continue
                 if worker.ready_fd >= 0:
                     os.close(worker.ready_fd)
@@ -287,7 +344,7 @@ class _Supervisor:
                 )
                 worker.process = None
                 worker.restart_at = now + pause
-            time.sleep(0.1)
+            self._read_beats(0.1)
 
     def stop_all(self) -> None:
         running = [w.process for w in self.workers if w.process is not None and w.process.poll() is None]
@@ -331,6 +388,7 @@ def supervise(settings: Settings, count: int, argv: Sequence[str]) -> int:
         log.info("removed %d workers' directories left by supervisors that are gone", swept)
     directory, held = _hold_worker_directory()
     supervisor = _Supervisor(settings, count, argv, directory)
+    notifier = Notifier()
 
     def stop(signum: int, _frame: object) -> None:
         supervisor.stopping = True
@@ -351,13 +409,16 @@ def supervise(settings: Settings, count: int, argv: Sequence[str]) -> int:
             settings.queue,
             interpreter(),
         )
-        supervisor.watch()
+        notifier.ready(f"serving on {settings.host}:{settings.port} with {count} workers")
+        supervisor.watch(notifier)
+        notifier.stopping()
         log.info("stopping %d workers", count)
         supervisor.stop_all()
         return Exit.OK
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        notifier.close()
         shutil.rmtree(directory, ignore_errors=True)
         os.close(held)
 
