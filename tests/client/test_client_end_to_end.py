@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -143,14 +144,20 @@ def test_reply_travels_through_the_gateway(gateway: httpx.Client, kind: str) -> 
 
 def test_handler_over_budget_is_a_clean_no_reply_not_a_timeout(gateway: httpx.Client) -> None:
     client_id, token = _register(gateway, "56704", timeout_s=3)
+    released = threading.Event()
 
     def slow(_: InboundMessage) -> str:
-        time.sleep(5)
+        # Longer than the budget and than the gateway's 3 s timeout: it answers only once the test has
+        # seen the outcome (or after 10 s), so nothing is left running after the test.
+        released.wait(10)
         return "too late"
 
     with serve_handler("asgi", slow, tokens=[token], budget_s=0.5) as url:
         gateway.patch(f"/v1/clients/{client_id}", json={"callback_url": url})
-        record = _push_and_settle(gateway, "56704", "HI")
+        try:
+            record = _push_and_settle(gateway, "56704", "HI")
+        finally:
+            released.set()
     assert record["state"] == "no_reply", record
 
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,9 +153,13 @@ def running_cluster(
     count: int,
     nats: dict[str, Any] | None = None,
     node_args: Sequence[Sequence[str]] = (),
+    first: Callable[[Cluster], None] | None = None,
 ) -> Iterator[Cluster]:
     """``count`` nodes, started and ready; all stopped (and the stream deleted) afterwards.
-    ``node_args``: more ``serve`` options for the first nodes, one sequence per node."""
+    ``node_args``: more ``serve`` options for the first nodes, one sequence per node. ``first``: called
+    once the first node is ready and before the others start, for what every node must have read when
+    traffic begins (``register_client``: the others read the clients as they start, rather than within
+    their registry's refresh period)."""
     _check_nats()
     run = secrets.token_hex(4)
     names = {
@@ -191,10 +195,14 @@ def running_cluster(
             args = tuple(node_args[n - 1]) if n <= len(node_args) else ()
             cluster.nodes.append(Node(f"node{n}", free_port(), env, tmp_path / f"node{n}.log", args=args))
         try:
-            for node in cluster.nodes:
-                node.start()
-            for node in cluster.nodes:
-                node.wait_ready()
+            waves = [cluster.nodes[:1], cluster.nodes[1:]] if first is not None else [cluster.nodes]
+            for wave in waves:
+                for node in wave:
+                    node.start()
+                for node in wave:
+                    node.wait_ready()
+                if first is not None and wave is waves[0]:
+                    first(cluster)
             yield cluster
         finally:
             for node in cluster.nodes:
@@ -285,5 +293,5 @@ def wait_until_finished(database: str, expected: int, timeout: float) -> dict[st
         unfinished = sum(states.get(s, 0) for s in ("queued", "answered", "replying"))
         if sum(states.values()) >= expected and unfinished == 0:
             return states
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"messages still unfinished after {timeout} s: {states}")

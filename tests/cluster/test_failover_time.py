@@ -106,10 +106,13 @@ def test_a_dead_nodes_mos_reach_the_application_within_ten_seconds(tmp_path: Pat
     started = time.monotonic()
     with (
         CallbackRecorder.in_thread(Answer.late(CALLBACK_S, "Thanks for voting")) as app,
-        running_cluster(tmp_path, 3, nats=SETTINGS) as cluster,
+        running_cluster(
+            tmp_path,
+            3,
+            nats=SETTINGS,
+            first=lambda c: register_client(c, app.url, max_concurrency=CONCURRENCY),
+        ) as cluster,
     ):
-        register_client(cluster, app.url, max_concurrency=CONCURRENCY)
-        time.sleep(2.5)  # every node's registry picks the new client up (it refreshes every 2 s)
         node1, victim, node3 = cluster.nodes
         pusher = Pusher(cluster, BATCH, nodes=[node1, node3])
 

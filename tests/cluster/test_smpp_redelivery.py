@@ -57,17 +57,26 @@ async def test_an_mo_delivered_over_two_nodes_binds_is_one_mo(tmp_path: Path) ->
                 )
             assert first == again == [0]
         await smsc.wait_submits(count, timeout=60)
-        states = await asyncio.to_thread(wait_until_finished, cluster.database, count, 60)
-        await asyncio.sleep(1.0)  # a second callback or reply to any MO would arrive now
+        await asyncio.to_thread(wait_until_finished, cluster.database, count, 60)
+        # One last MO over each node's bind, sent after all the others and answered: a second callback
+        # or reply to any earlier MO would have come by now.
+        last = ["919810030000", "919810030001"]
+        for receiver, number in enumerate(last):
+            assert await smsc.inject_mo(number, "56767", "VOTE last", receiver=receiver) == [0]
+        deadline = time.monotonic() + 30
+        while not set(last) <= {s.pdu.destination_addr for s in smsc.submits}:
+            assert time.monotonic() < deadline, "the last MOs were not answered"
+            await asyncio.sleep(0.05)
+        states = await asyncio.to_thread(wait_until_finished, cluster.database, count + 2, 60)
         conn = await asyncpg.connect(cluster.database)
         try:
             stored = await conn.fetchrow("SELECT count(*), count(DISTINCT msisdn) FROM messages")
         finally:
             await conn.close()
-        assert tuple(stored) == (count, count), states
-        assert len(app.calls) == count
+        assert tuple(stored) == (count + 2, count + 2), states
+        assert len(app.calls) == count + 2
         replies = collections.Counter(s.pdu.destination_addr for s in smsc.submits)
-        assert replies == {f"91981002{n:04d}": 1 for n in range(count)}
+        assert replies == {number: 1 for number in [*(f"91981002{n:04d}" for n in range(count)), *last]}
     finally:
         await asyncio.to_thread(context.__exit__, None, None, None)
         await app.stop()

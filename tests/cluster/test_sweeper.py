@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import nats.js.errors
 import pytest
 from cluster_harness import NATS_URL
 
@@ -18,6 +19,11 @@ from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.service.sweeper import Sweeper
 
 SENDER = Sender(91, 9812, 345678)
+#: The stream's duplicate window (the shortest NATS accepts) and the sweeper's idea of it.
+WINDOW_S = 0.1
+#: The sweeper's allowance for clock skew between nodes (5 s in production; one host here). Equal to
+#: the window, so that the sweeper never takes an MO for one published a moment ago (window - margin).
+MARGIN_S = 0.1
 
 
 @pytest.fixture
@@ -29,7 +35,7 @@ async def queue() -> AsyncIterator[JetStreamQueue]:
             "stream": f"MOGW_S_{run}",
             "subject": f"mogws.{run}",
             "consumer": f"s_{run}",
-            "duplicate_window_s": 1,
+            "duplicate_window_s": WINDOW_S,
         },
     )
     try:
@@ -40,6 +46,29 @@ async def queue() -> AsyncIterator[JetStreamQueue]:
     assert q.js is not None
     await q.js.delete_stream(f"MOGW_S_{run}")
     await q.close()
+
+
+async def _wait_until_forgotten(queue: JetStreamQueue, message_id: str, timeout: float = 10.0) -> None:
+    """Until JetStream no longer remembers ``message_id``'s last publish (its duplicate window is over).
+
+    The probe publishes that id again, expecting a last sequence the stream never has: while the id is
+    remembered the server answers "duplicate" and stores nothing; once it is forgotten it refuses the
+    publish for the wrong sequence, and still stores nothing."""
+    assert queue.js is not None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ack = await queue.js.publish(
+                queue.settings.subject,
+                b"probe",
+                headers={"Nats-Msg-Id": message_id, "Nats-Expected-Last-Sequence": str(2**62)},
+            )
+        except nats.js.errors.BadRequestError as exc:
+            assert "wrong last sequence" in str(exc), exc
+            return
+        assert ack.duplicate, f"the probe for {message_id} was stored: {ack}"
+        assert time.monotonic() < deadline, f"JetStream still remembers {message_id} after {timeout} s"
+        await asyncio.sleep(0.02)
 
 
 async def test_old_stranded_mo_is_published_once_and_again_only_when_gone(
@@ -61,8 +90,11 @@ async def test_old_stranded_mo_is_published_once_and_again_only_when_gone(
                 )
             ]
         )
-        # Older than the (1 s) duplicate window: only the stream's contents can say whether it is there.
-        sweeper = Sweeper(journal, queue, after_s=0.0, interval_s=1, duplicate_window_s=1)
+        # Older than the duplicate window less the margin: only the stream's contents can say whether it
+        # is there.
+        sweeper = Sweeper(
+            journal, queue, after_s=0.0, interval_s=1, duplicate_window_s=WINDOW_S, margin_s=MARGIN_S
+        )
         assert await sweeper.sweep_once() == 1
         first = await asyncio.wait_for(queue.get(), 5)
         assert first.item.id == "m1" and first.redelivered  # the dispatcher checks the journal first
@@ -70,7 +102,7 @@ async def test_old_stranded_mo_is_published_once_and_again_only_when_gone(
         assert await sweeper.sweep_once() == 0
         assert await sweeper.sweep_once() == 0
         await first.ack()  # acknowledged without an outcome: now nothing would ever dispatch it
-        await asyncio.sleep(1.2)  # past the duplicate window of the first publish, which would drop the copy
+        await _wait_until_forgotten(queue, "m1")  # until then JetStream would drop the copy
         assert await sweeper.sweep_once() == 1
         again = await asyncio.wait_for(queue.get(), 5)
         assert again.item.id == "m1"
@@ -98,10 +130,21 @@ async def test_a_stranded_backlog_larger_than_a_page_is_all_published_once(
                 for i in ids
             ]
         )
-        # Older than the 1 s duplicate window plus the sweeper's 5 s clock margin, so that the stream's
-        # oldest message (published by the first round) proves the others are not in it.
-        await asyncio.sleep(6.5)
-        sweeper = Sweeper(journal, queue, after_s=0.0, interval_s=1, duplicate_window_s=1, page=1000)
+        # Older than the duplicate window plus the sweeper's clock margin, so that the stream's oldest
+        # message (published by the first round, stamped by the NATS server's clock) proves the others
+        # are not in it. Both clocks are this host's: the wait is for the wall clock to pass that age.
+        old_enough_at = time.time() + WINDOW_S + MARGIN_S
+        while time.time() <= old_enough_at:
+            await asyncio.sleep(old_enough_at - time.time() + 0.01)
+        sweeper = Sweeper(
+            journal,
+            queue,
+            after_s=0.0,
+            interval_s=1,
+            duplicate_window_s=WINDOW_S,
+            margin_s=MARGIN_S,
+            page=1000,
+        )
         rounds = [await sweeper.sweep_once() for _ in range(3)]
         assert rounds == [1000, 1000, 500]
         published: list[str] = []
@@ -132,9 +175,19 @@ async def test_an_answered_mo_whose_node_died_is_published_again_under_a_new_id(
         await queue.put([Message("dead", "56767", "919812345678", "BAL", now, sender=SENDER)])
         first = await asyncio.wait_for(queue.get(), 5)
         await first.ack()  # as the dispatcher does once the outcome is recorded
-        await asyncio.sleep(1.2)
         await journal.touch(["alive"])
-        sweeper = Sweeper(journal, queue, after_s=1.0, interval_s=1, duplicate_window_s=120)
+        alive = await journal.get("alive")
+        assert alive is not None
+        # The sweep happens, by the sweeper's clock, after_s after the touch: "alive" has been unchanged
+        # for just under after_s, "dead" (last changed before the queue round trip) for longer.
+        sweeper = Sweeper(
+            journal,
+            queue,
+            after_s=1.0,
+            interval_s=1,
+            duplicate_window_s=120,
+            clock=lambda: alive.updated_at + 1.0,
+        )
         assert await sweeper.sweep_once() == 1
         again = await asyncio.wait_for(queue.get(), 5)
         assert again.item.id == "dead" and again.redelivered

@@ -57,10 +57,8 @@ def test_three_nodes_survive_a_sigkill_with_one_reply_per_answer(tmp_path: Path)
     started = time.monotonic()
     with (
         CallbackRecorder.in_thread(Answer.late(0.2, REPLY)) as app,
-        running_cluster(tmp_path, 3) as cluster,
+        running_cluster(tmp_path, 3, first=lambda c: register_client(c, app.url)) as cluster,
     ):
-        register_client(cluster, app.url)
-        time.sleep(2.5)  # every node's registry picks the new client up (it refreshes every 2 s)
         stranded = asyncio.run(_store_without_publishing(cluster.database))
 
         pusher = Pusher(cluster, BATCH)

@@ -113,6 +113,8 @@ async def test_post_sends_one_well_formed_request_and_reuses_the_connection(serv
 
 
 async def test_an_idle_connection_closed_by_the_server_is_replaced_at_once(serve) -> None:
+    closed = asyncio.Event()
+
     def factory(srv: RawServer) -> Handler:
         async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             # one answer per connection, advertised as keep-alive, then the server closes it
@@ -120,6 +122,9 @@ async def test_an_idle_connection_closed_by_the_server_is_replaced_at_once(serve
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
                 await writer.drain()
                 await asyncio.sleep(0.05)
+                writer.close()
+                await writer.wait_closed()
+                closed.set()
 
         return handler
 
@@ -127,7 +132,7 @@ async def test_an_idle_connection_closed_by_the_server_is_replaced_at_once(serve
     client = Http1Client(allow_private=True)
     url = f"http://127.0.0.1:{srv.port}/"
     assert (await client.post(url, b"1", {})).body == b"ok"
-    await asyncio.sleep(0.2)  # the server has closed the idle connection
+    await asyncio.wait_for(closed.wait(), 5)  # the server has closed the idle connection
     assert (await client.post(url, b"2", {})).body == b"ok"
     await client.close()
     assert srv.connections == 2

@@ -11,7 +11,10 @@ it answers, with what, and when it drops the connection (as a SIGKILLed gateway 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import socket
+import struct
+import termios
 from collections.abc import AsyncIterator
 
 import pytest
@@ -109,6 +112,15 @@ async def until(condition: object, timeout: float = 5.0) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
         await asyncio.sleep(0.01)
+
+
+def _unread(smsc: SimulatedSmsc) -> int:
+    """Bytes that arrived on the SMSC's connections and were not read yet (the kernel's count)."""
+    unread = 0
+    for client in smsc.clients:
+        sock = client.writer.get_extra_info("socket")
+        unread += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+    return unread
 
 
 async def test_an_acknowledged_mo_is_never_sent_again(smsc: SimulatedSmsc) -> None:
@@ -257,12 +269,18 @@ async def test_a_stalled_smsc_reads_no_answer_until_it_resumes(smsc: SimulatedSm
     (pdu,) = await esme.deliveries(1)
     smsc.pause_reading()
     esme.answer(pdu)
-    await asyncio.sleep(0.2)
+    answer = len(encode(DeliverSmResp(status=Status.ESME_ROK, sequence=pdu.sequence)))
+    await until(lambda: _unread(smsc) == answer)  # it has arrived, and waits in the SMSC's socket
+    # A bind on a new connection, answered: the SMSC has since been reading (what it has not paused),
+    # so it would have read the answer by now too.
+    other = await HandEsme.bind(smsc)
+    assert _unread(smsc) == answer
     assert not mo.acknowledged and smsc.unanswered() == [mo]
     smsc.resume_reading()
     await until(lambda: mo.acknowledged)
     assert smsc.unanswered() == []
     await esme.drop()
+    await other.drop()
 
 
 async def test_ping_sends_an_enquire_link_to_every_bound_esme(smsc: SimulatedSmsc) -> None:

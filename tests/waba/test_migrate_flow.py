@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -234,16 +235,28 @@ def test_ctrl_c_at_code_prompt_then_resume(fake: Fake, tmp_path: Path) -> None:
     proc = subprocess.Popen(
         args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
+    output = bytearray()
+
+    def read_all() -> None:
+        assert proc.stdout is not None
+        while chunk := os.read(proc.stdout.fileno(), 4096):
+            output.extend(chunk)
+
+    reader = threading.Thread(target=read_all, name="migrate-output")
+    reader.start()
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not fake.outbox("+919876543210"):
-            time.sleep(0.1)
-        time.sleep(0.3)  # the prompt is up once the code is out
+        while b"Code sent by SMS" not in output:  # the prompt is up (the code is out)
+            assert proc.poll() is None and time.monotonic() < deadline, output.decode()
+            time.sleep(0.02)
+        assert fake.outbox("+919876543210")
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        proc.wait(30)
     finally:
         if proc.poll() is None:
             proc.kill()
+        reader.join(10)
+    out = bytes(output)
     assert proc.returncode == 130, out.decode()
     assert b"run the same command again" in out
     assert TOKEN.encode() not in out

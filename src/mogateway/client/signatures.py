@@ -19,7 +19,7 @@ makes a recorded request useless for a replay; keep the application's clock sync
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from mogateway.core.signing import (
@@ -83,9 +83,15 @@ def _as_bytes(body: bytes | bytearray | memoryview | str) -> bytes:
 class SignatureVerifier:
     """Accepts a callback whose signature matches one of the configured signing secrets."""
 
-    __slots__ = ("_secrets", "tolerance_s")
+    __slots__ = ("_clock", "_secrets", "tolerance_s")
 
-    def __init__(self, *secrets: str, tolerance_s: float = DEFAULT_TOLERANCE_S) -> None:
+    def __init__(
+        self,
+        *secrets: str,
+        tolerance_s: float = DEFAULT_TOLERANCE_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock``: the receiver's unix time (``time.time``; a test passes its own)."""
         cleaned = tuple(s.strip() for s in secrets if s and s.strip())
         if not cleaned:
             raise ValueError("SignatureVerifier needs at least one non-empty signing secret")
@@ -93,6 +99,7 @@ class SignatureVerifier:
             raise ValueError("tolerance_s must be positive")
         self._secrets = cleaned
         self.tolerance_s = float(tolerance_s)
+        self._clock = clock
 
     def __len__(self) -> int:
         return len(self._secrets)
@@ -114,7 +121,7 @@ class SignatureVerifier:
             _single(headers, TIMESTAMP_HEADER),
             _joined(headers, SIGNATURE_HEADER),
             self._secrets,
-            now=time.time() if now is None else now,
+            now=self._clock() if now is None else now,
             tolerance_s=self.tolerance_s,
         )
 

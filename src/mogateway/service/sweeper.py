@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from mogateway.core.message import Message
@@ -63,6 +64,8 @@ class Sweeper:
         interval_s: float,
         duplicate_window_s: float,
         page: int = 1000,
+        margin_s: float = _MARGIN_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._journal = journal
         self._queue = queue
@@ -70,6 +73,9 @@ class Sweeper:
         self.interval_s = interval_s
         self.window_s = duplicate_window_s
         self.page = page
+        #: Clock skew and publish latency allowed for (tests on one host make it small).
+        self.margin_s = margin_s
+        self._clock = clock
         self.published = 0
         self._after = ""  # the last id of the previous page: the next round goes on from there
 
@@ -85,15 +91,15 @@ class Sweeper:
 
     async def sweep_once(self) -> int:
         """One round; returns how many MOs were published again."""
-        now = time.time()
+        now = self._clock()
         records = await self._journal.unfinished(self.page, after=self._after, older_than=now - self.after_s)
         self._after = records[-1].id if len(records) == self.page else ""
         if not records:
             return 0
         replies = [r for r in records if r.state in _ANSWERED]
         queued = [r for r in records if r.state not in _ANSWERED]
-        recent = [r for r in queued if now - r.stored_at < self.window_s - _MARGIN_S]
-        old = [r for r in queued if now - r.stored_at >= self.window_s - _MARGIN_S]
+        recent = [r for r in queued if now - r.stored_at < self.window_s - self.margin_s]
+        old = [r for r in queued if now - r.stored_at >= self.window_s - self.margin_s]
         stranded = await self._moved(await self._not_in_stream(old) if old else [], now)
         if recent or stranded:
             await self._queue.put([r.message for r in recent + stranded], redelivered=True)
@@ -127,4 +133,6 @@ class Sweeper:
         if oldest is None:
             return records
         oldest_ts = oldest.timestamp()
-        return [r for r in records if oldest_ts > max(r.updated_at, r.stored_at + self.window_s) + _MARGIN_S]
+        return [
+            r for r in records if oldest_ts > max(r.updated_at, r.stored_at + self.window_s) + self.margin_s
+        ]
