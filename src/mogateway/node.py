@@ -63,8 +63,10 @@ from mogateway.edges.workers.siblings import Siblings, WorkerDirectory, WorkerRe
 from mogateway.service.dispatcher import Dispatcher
 from mogateway.service.dlt import DltGate
 from mogateway.service.intake import Intake
+from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
 from mogateway.service.orphans import OrphanSweep
+from mogateway.service.readiness import Reason, readiness
 from mogateway.service.recovery import recover
 from mogateway.service.registry import Registry
 from mogateway.service.replay import replay
@@ -185,6 +187,14 @@ def owner_rule(
     return owner_of
 
 
+def _sqlite_path(database: str) -> str | None:
+    """The SQLite journal's file (None: PostgreSQL, or a journal in memory)."""
+    if database.startswith(("postgresql://", "postgres://")):
+        return None
+    path = database.removeprefix("sqlite://")
+    return None if path == ":memory:" or path.startswith("file:") else path
+
+
 def _share_of_cap(plan: WorkerPlan, worker: int, client: ClientRecord) -> int:
     return plan.lane_cap(client, worker)
 
@@ -235,6 +245,14 @@ class Gateway:
         self.metrics = Metrics()
         lock = str(Path(seat.directory) / "journal.lock") if seat is not None else None
         self.journal: Journal = open_journal(settings, lock_path=lock)
+        # faults (issue 28): the journal's write errors and free-space guard, shared by intake,
+        # dispatcher and replier; readiness (/readyz) reads it.
+        self.journal_health = JournalHealth(
+            self.metrics,
+            path=_sqlite_path(settings.database),
+            min_free_bytes=settings.journal_min_free_bytes,
+            min_free_percent=settings.journal_min_free_percent,
+        )
         self.registry = Registry(self.journal)
         self.siblings: Siblings | None = None
         self.orphans: OrphanSweep | None = None
@@ -255,6 +273,7 @@ class Gateway:
             self.metrics,
             owner_of=owner_of,
             me=seat.index if owner_of is not None and seat is not None else None,
+            health=self.journal_health,
         )
         self.admin_token = ""
         self.ingest_token = ""
@@ -301,6 +320,7 @@ class Gateway:
             touch_s=touch_s,
             clients=self.registry.get,
             dlt=DltGate(s.dlt_var_max_chars, self.metrics.dlt_replies),
+            health=self.journal_health,
         )
         lane_cap = None
         if seat is not None and isinstance(queue, RoutedQueue):
@@ -316,6 +336,7 @@ class Gateway:
             reply_max_parts=s.reply_max_parts,
             allow_private=s.allow_private_callbacks,
             lane_cap=lane_cap,
+            health=self.journal_health,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery
@@ -443,6 +464,7 @@ class Gateway:
         """This process's Prometheus exposition."""
         dispatcher = self.dispatcher
         self.metrics.queue_lag.set(self.queue.lag() + (dispatcher.waiting() if dispatcher else 0))
+        self.metrics.ready.set(0.0 if self.readiness() else 1.0)
         return generate_latest(self.metrics.registry)
 
     async def metrics_exposition(self) -> bytes:
@@ -532,6 +554,11 @@ class Gateway:
     async def replay(self, message_id: str) -> MessageRecord | None:
         """Queue a finished message for its callback again (``service.replay``)."""
         return await replay(self.journal, self.queue, message_id, time.time)
+
+    def readiness(self) -> list[Reason]:
+        """Why this process does not take traffic now (empty: ready); see ``service.readiness``."""
+        binds = self.smpp.status() if self.smpp is not None else None
+        return readiness(self.journal_health, binds)
 
     def health(self) -> dict[str, Any]:
         return {
