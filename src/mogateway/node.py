@@ -364,6 +364,7 @@ class Gateway:
             flush_s=s.stats_flush_s,
             retention_days=s.stats_retention_days,
             shared=seat is not None or not isinstance(self.queue, LocalQueue),
+            health=self.journal_health,
         )
         await self.stats.seed()
         self._tasks.append(asyncio.create_task(self.stats.run_forever(), name="stats"))

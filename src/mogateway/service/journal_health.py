@@ -11,8 +11,8 @@ environment, not a fact about a message: it never changes a message's fate. So:
   (``service.recovery``): at-least-once, as for any crash — its callback may be made a second time.
 * :func:`journal_error_kind` tells such an error (``disk_full``, ``io_error``, ``unavailable``,
   ``other``) from a bug (None: not retried, the caller's own handling applies).
-* Each kind is logged in one line when it starts, then at most once a minute with a count, and once
-  when writes work again — no traceback: these are expected failures of the environment.
+* Each kind is logged in one line when it starts, then at most once a minute with a count, and so is
+  writes working again — no traceback: these are expected failures of the environment.
   ``mogateway_journal_write_errors_total{kind}`` counts every one.
 * The free-space guard (SQLite only): while the journal's file system has less free than the smaller
   of ``journal_min_free_bytes`` and ``journal_min_free_percent`` of its size, intake refuses new MOs
@@ -175,10 +175,14 @@ class JournalHealth:
         self._worked_at = self._clock()
         if self._since_failure:
             failures, self._since_failure = self._since_failure, 0
-            for kind in list(self._last_error):
-                self._log.forget(kind)
             self._last_error.clear()
-            log.warning("journal writes work again (after %d failed writes)", failures)
+            # Rate-limited as the failures are (a disk that flaps between full and not says so once a
+            # minute, not at every turn).
+            held = self._log.ready("worked")
+            if held is not None:
+                log.warning(
+                    "journal writes work again (after %d failed writes)%s", failures, self._log.more(held)
+                )
             self._recovered.set()
             self._recovered = asyncio.Event()
 

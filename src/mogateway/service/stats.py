@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from mogateway.core.isotime import iso
 from mogateway.core.ports import NodeDirectory, StatsRow, StatsStore, WorkQueue
+from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry
 
@@ -202,8 +203,10 @@ class StatsService:
         flush_s: float,
         retention_days: int,
         shared: bool,
+        health: JournalHealth | None = None,
     ) -> None:
         self._gateway = gateway
+        self._health = health  # the flushes tell the journal's health how writes go, traffic or not
         self.node = node
         self.flush_s = flush_s
         self.retention_days = retention_days
@@ -297,11 +300,15 @@ class StatsService:
             try:
                 await self._journal.write_stats(rows, forget)
             except Exception as exc:  # the figures wait in memory for the next flush
+                if self._health is not None:
+                    self._health.failed(exc, "the traffic figures wait in memory for the next flush")
                 if not self._write_failing:
                     log.warning("stats: could not write to the journal: %s: %s", type(exc).__name__, exc)
                 self._write_failing = True
                 return
             self._write_failing = False
+            if self._health is not None:
+                self._health.worked()
             if forget is not None:
                 self._last_forget = now
             for r in rows:

@@ -1,0 +1,163 @@
+"""What the fault tests share: a small file system of their own (a tmpfs), a ``mogateway serve`` on it,
+and the operator's view of the outcome (messages by state, callbacks per MO, the log)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mogateway.testing.recorder import RecordedCall
+
+ADMIN_TOKEN = "admin-token-for-faults-0123456789"
+INGEST_TOKEN = "ingest-token-for-faults-01234567"
+#: The final states (core.timeline.FINAL_STATES, spelled out so the tests notice a change).
+FINAL = frozenset(
+    {
+        "replied",
+        "delivered",
+        "undelivered",
+        "reply_failed",
+        "reply_blocked",
+        "no_reply",
+        "timed_out",
+        "http_error",
+        "bad_response",
+        "failed",
+        "unroutable",
+        "rejected",
+    }
+)
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``where`` for the block (root only: the test is skipped otherwise)."""
+    import pytest
+
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        for _ in range(50):  # a process that still has a file open there is being stopped
+            if subprocess.run(["umount", str(where)], capture_output=True, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+def grow(where: Path, size: str) -> None:
+    """Give the tmpfs at ``where`` more room, with nothing stopped (as an operator would)."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(where)], check=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Serve:
+    """``mogateway serve`` (default workers) as a subprocess in its own process group."""
+
+    def __init__(self, workdir: Path, settings: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / "serve.stderr"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")}
+        env.update(
+            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+            MOGATEWAY_LOG_LEVEL="warning",
+        )
+        env.update(settings)
+        script = Path(sys.executable).with_name("mogateway")
+        with self.log_path.open("wb") as err:
+            self.process = subprocess.Popen(
+                [str(script), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                cwd=workdir,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+        self.http = httpx.Client(timeout=30.0)
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process.poll() is None, f"serve exited: {self.log()}"
+            with contextlib.suppress(httpx.HTTPError):
+                if self.http.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, f"serve did not start: {self.log()}"
+            time.sleep(0.05)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.http.close()
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+    def admin(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        headers = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+        return self.http.request(method, self.url + path, headers=headers, **kw)
+
+    def push(self, items: list[dict[str, Any]]) -> httpx.Response:
+        headers = {"authorization": f"Bearer {INGEST_TOKEN}"}
+        return self.http.post(self.url + "/v1/inbound/batch", json=items, headers=headers)
+
+    def readyz(self) -> httpx.Response:
+        return self.http.get(self.url + "/readyz")
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Every message the journal holds (the admin API, page by page)."""
+        listed: list[dict[str, Any]] = []
+        before = None
+        for _ in range(10_000):
+            params: dict[str, Any] = {"limit": 1000}
+            if before:
+                params["before"] = before
+            resp = self.admin("GET", "/v1/messages", params=params)
+            assert resp.status_code == 200, resp.text
+            page = resp.json()
+            listed.extend(page["messages"])
+            before = page.get("next")
+            if not before:
+                return listed
+        raise AssertionError("more than 10,000 pages")
+
+
+def callbacks_per_message(calls: list[RecordedCall]) -> collections.Counter[str]:
+    return collections.Counter(call.headers.get("x-mogateway-message-id", "") for call in calls)
+
+
+def log_lines(text: str, pattern: str) -> list[str]:
+    return [line for line in text.splitlines() if re.search(pattern, line)]
