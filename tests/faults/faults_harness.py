@@ -81,7 +81,7 @@ def free_port() -> int:
 class Serve:
     """``mogateway serve`` (default workers) as a subprocess in its own process group."""
 
-    def __init__(self, workdir: Path, settings: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, settings: dict[str, str], *, args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = workdir / "serve.stderr"
@@ -96,7 +96,7 @@ class Serve:
         script = Path(sys.executable).with_name("mogateway")
         with self.log_path.open("wb") as err:
             self.process = subprocess.Popen(
-                [str(script), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [str(script), "serve", "--host", "127.0.0.1", "--port", str(self.port), *args],
                 cwd=workdir,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -135,7 +135,9 @@ class Serve:
         return self.http.post(self.url + "/v1/inbound/batch", json=items, headers=headers)
 
     def readyz(self) -> httpx.Response:
-        return self.http.get(self.url + "/readyz")
+        """``/readyz`` over a connection of its own: the kernel hands it to any worker (each answers
+        for itself), where a kept-alive connection would always ask the same one."""
+        return httpx.get(self.url + "/readyz", timeout=10.0)
 
     def messages(self) -> list[dict[str, Any]]:
         """Every message the journal holds (the admin API, page by page)."""
@@ -153,6 +155,17 @@ class Serve:
             if not before:
                 return listed
         raise AssertionError("more than 10,000 pages")
+
+
+def wait_for(what: str, check: Any, timeout: float) -> Any:
+    """Poll ``check()`` until it returns something true (returned); fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.1)
 
 
 def callbacks_per_message(calls: list[RecordedCall]) -> collections.Counter[str]:

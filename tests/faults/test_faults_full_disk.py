@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faults_harness import FINAL, Serve, callbacks_per_message, grow, log_lines, tmpfs
+from faults_harness import FINAL, Serve, callbacks_per_message, grow, log_lines, tmpfs, wait_for
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
@@ -67,16 +67,6 @@ def fill(path: Path) -> int:
             raise AssertionError("the file system never filled up")
         os.fsync(out.fileno())
     return written
-
-
-def wait_for(what: str, check: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.1)
 
 
 def test_a_full_disk_is_an_outage_that_ends_by_itself(tmp_path: Path) -> None:

@@ -17,7 +17,9 @@ environment, not a fact about a message: it never changes a message's fate. So:
 * The free-space guard (SQLite only): while the journal's file system has less free than the smaller
   of ``journal_min_free_bytes`` and ``journal_min_free_percent`` of its size, intake refuses new MOs
   (:meth:`refusing`; 503 on ingest, a temporary error on deliver_sm) so that the space left is the
-  reserve that work already accepted needs to finish.
+  reserve that work already accepted needs to finish. Once refusing, it accepts again when the free
+  space is back above the reserve by :data:`RESUME_MARGIN_BYTES` (or the reserve, if smaller), so the
+  write-ahead log's growing and emptying does not make it flap.
 
 The journal "cannot write" (a readiness reason, ``service.readiness``) while writes wait here, or the
 last write failed less than :data:`FAILING_FOR_S` ago and none worked since.
@@ -45,6 +47,7 @@ __all__ = [
     "FIRST_BACKOFF_S",
     "KINDS",
     "MAX_BACKOFF_S",
+    "RESUME_MARGIN_BYTES",
     "JournalHealth",
     "JournalUnavailable",
     "journal_error_kind",
@@ -61,6 +64,8 @@ MAX_BACKOFF_S = 5.0
 FAILING_FOR_S = 10.0
 #: Free space is read at most this often (a statvfs is cheap, but intake asks for every batch).
 _FREE_EVERY_S = 0.25
+#: Once the guard refuses, it accepts again only with this much (or the reserve, if smaller) more free.
+RESUME_MARGIN_BYTES = 8 << 20
 #: A kind's line is repeated at most this often while it lasts.
 _LOG_EVERY_S = 60.0
 
@@ -143,7 +148,7 @@ class JournalHealth:
         self._recovered = asyncio.Event()
         self._log = Throttle(_LOG_EVERY_S, clock)
         self._counters = {kind: metrics.journal_write_errors.labels(kind) for kind in KINDS}
-        self._refused_logged = False
+        self._refusing = False
         if self._dir is None:
             metrics.journal_free_bytes.set(math.nan)
 
@@ -255,16 +260,29 @@ class JournalHealth:
             return None
         available, total = free
         keep = self.threshold(total)
-        if available >= keep or keep <= 0:
-            if self._refused_logged:
-                self._refused_logged = False
-                log.warning("journal free space is back to %d bytes: new MOs are accepted again", available)
+        # Once refusing, it takes a margin more to accept again: SQLite's write-ahead log grows to its
+        # checkpoint size and is emptied, and the guard must not flap with it.
+        above = keep + min(keep, RESUME_MARGIN_BYTES) if self._refusing else keep
+        if available >= above or keep <= 0:
+            if self._refusing:
+                self._refusing = False
+                held = self._log.ready("accepting")
+                if held is not None:
+                    log.warning(
+                        "journal free space is back to %d bytes: new MOs are accepted again%s",
+                        available,
+                        self._log.more(held),
+                    )
             return None
         reason = (
             f"the journal's file system has {available} bytes free, less than the {keep} kept for the "
             "work already accepted (journal_min_free_bytes / journal_min_free_percent)"
         )
-        if not self._refused_logged:
-            self._refused_logged = True
-            log.error("refusing new MOs: %s", reason)
+        if not self._refusing:
+            # Free space moves both ways as the journal's write-ahead log grows and is emptied: the
+            # guard may start and stop refusing several times a minute, said once a minute.
+            self._refusing = True
+            held = self._log.ready("refusing")
+            if held is not None:
+                log.error("refusing new MOs: %s%s", reason, self._log.more(held))
         return reason
