@@ -35,6 +35,7 @@ from mogateway.core.isotime import iso
 from mogateway.core.ports import NodeDirectory, StatsRow, StatsStore, WorkQueue
 from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
+from mogateway.service.readiness import readiness
 from mogateway.service.registry import Registry
 
 __all__ = [
@@ -483,7 +484,8 @@ class StatsService:
         }
 
     async def live(self) -> dict[str, Any]:
-        """What is true now, not over a window: queue lag, callbacks in flight, binds, nodes."""
+        """What is true now, not over a window: readiness (``service.readiness``), queue lag, callbacks
+        in flight, binds, nodes."""
         g = self._gateway
         dispatcher = g.dispatcher
         inflight = sum(dispatcher.inflight().values()) if dispatcher is not None else 0
@@ -517,7 +519,12 @@ class StatsService:
                             for b in node.binds
                         )
         up = sum(1 for b in binds if b["state"] == "bound")
+        # Readiness of the process that answers (/readyz): each worker answers for itself.
+        smpp = g.smpp
+        reasons = readiness(self._health, smpp.status() if smpp else None) if self._health else []
         return {
+            "ready": not reasons,
+            "not_ready": [reason.as_json() for reason in reasons],
             "queue_lag": g.queue.lag() + (dispatcher.waiting() if dispatcher is not None else 0),
             "inflight": inflight,
             "binds_summary": {"up": up, "down": len(binds) - up},
