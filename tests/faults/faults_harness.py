@@ -174,3 +174,81 @@ def callbacks_per_message(calls: list[RecordedCall]) -> collections.Counter[str]
 
 def log_lines(text: str, pattern: str) -> list[str]:
     return [line for line in text.splitlines() if re.search(pattern, line)]
+
+
+class TcpCut:
+    """A TCP forwarder on loopback to ``target`` that a test can cut (every connection through it closed,
+    new ones refused) and restore: PostgreSQL going away and coming back, without touching the shared
+    server. Runs on an event loop in a thread of its own."""
+
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        import asyncio
+        import threading
+
+        self._target = (target_host, target_port)
+        self.port = free_port()
+        self._loop = asyncio.new_event_loop()
+        self._server: Any = None
+        self._writers: set[Any] = set()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="tcp-cut")
+        self._thread.start()
+        self.restore()
+
+    def _call(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+
+    async def _pipe(self, reader: Any, writer: Any) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        finally:
+            self._writers.discard(writer)
+            self._writers.discard(up_writer)
+
+    async def _start(self) -> None:
+        import asyncio
+        import socket
+
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        self._server = await asyncio.start_server(self._serve, sock=sock)
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for writer in list(self._writers):
+            transport = writer.transport
+            transport.abort()  # a reset, as when the server's host goes away
+        self._writers.clear()
+
+    def cut(self) -> None:
+        self._call(self._stop())
+
+    def restore(self) -> None:
+        self._call(self._start())
+
+    def close(self) -> None:
+        self.cut()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
