@@ -44,3 +44,33 @@ def setup_logging(level: str = "info", fmt: str = "text", *, worker: str = "") -
     root.setLevel(level.upper())
     # uvicorn's error logger is useful (bind failures); its access log is not wanted on the hot path.
     logging.getLogger("uvicorn.access").disabled = True
+    # asyncpg's pool logs a traceback each time it fails to reconnect while PostgreSQL is away: an
+    # expected failure of the environment, said in one line a minute (service.journal_health says the rest).
+    logging.getLogger("asyncpg.pool").addFilter(_OneLineAMinute())
+
+
+class _OneLineAMinute(logging.Filter):
+    """Connection failures without their traceback, each message at most once a minute."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        super().__init__()
+        self._every_s = every_s
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and not isinstance(exc, OSError | ConnectionError):
+            module = type(exc).__module__.split(".", 1)[0]
+            if module != "asyncpg":
+                return True  # something else: kept whole
+        if exc is not None:
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        key = record.getMessage()[:80]
+        now = time.monotonic()
+        if now - self._last.get(key, -self._every_s) < self._every_s:
+            return False
+        self._last[key] = now
+        return True

@@ -54,7 +54,9 @@ from mogateway.modes import Cluster, Mode, WorkerSeat, choose_mode
 from mogateway.service.dispatcher import Dispatcher
 from mogateway.service.dlt import DltGate
 from mogateway.service.intake import Intake
+from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
+from mogateway.service.readiness import Reason, readiness
 from mogateway.service.registry import Registry
 from mogateway.service.replay import replay
 from mogateway.service.replier import Replier, ReplyRouter
@@ -127,6 +129,14 @@ async def load_tokens(settings: Settings, journal: Journal) -> tuple[str, str]:
     return admin, ingest
 
 
+def _sqlite_path(database: str) -> str | None:
+    """The SQLite journal's file (None: PostgreSQL, or a journal in memory)."""
+    if database.startswith(("postgresql://", "postgres://")):
+        return None
+    path = database.removeprefix("sqlite://")
+    return None if path == ":memory:" or path.startswith("file:") else path
+
+
 class Gateway:
     """One gateway node (see the module docstring)."""
 
@@ -137,6 +147,14 @@ class Gateway:
         self.metrics = Metrics()
         lock = str(Path(seat.directory) / "journal.lock") if seat is not None else None
         self.journal: Journal = open_journal(settings, lock_path=lock)
+        # The journal's write errors and free-space guard, shared by intake, dispatcher, replier and
+        # stats; readiness (/readyz) reads it.
+        self.journal_health = JournalHealth(
+            self.metrics,
+            path=_sqlite_path(settings.database),
+            min_free_bytes=settings.journal_min_free_bytes,
+            min_free_percent=settings.journal_min_free_percent,
+        )
         self.registry = Registry(self.journal)
         self.siblings: Siblings | None = None
         if seat is not None:
@@ -150,6 +168,7 @@ class Gateway:
             self.metrics,
             owner_of=self.mode.owner_of,
             me=self.mode.me,
+            health=self.journal_health,
         )
         self.admin_token = ""
         self.ingest_token = ""
@@ -185,6 +204,7 @@ class Gateway:
             touch_s=mode.touch_s(),
             clients=self.registry.get,
             dlt=DltGate(s.dlt_var_max_chars, self.metrics.dlt_replies),
+            health=self.journal_health,
         )
         self.dispatcher = Dispatcher(
             queue=self.queue,
@@ -197,6 +217,7 @@ class Gateway:
             reply_max_parts=s.reply_max_parts,
             allow_private=s.allow_private_callbacks,
             lane_cap=mode.lane_cap(),
+            health=self.journal_health,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery
@@ -220,6 +241,7 @@ class Gateway:
             flush_s=s.stats_flush_s,
             retention_days=s.stats_retention_days,
             shared=self.seat is not None or mode.shared_stats,
+            health=self.journal_health,
         )
         await self.stats.seed()
         self._tasks.append(asyncio.create_task(self.stats.run_forever(), name="stats"))
@@ -302,6 +324,7 @@ class Gateway:
         """This process's Prometheus exposition."""
         dispatcher = self.dispatcher
         self.metrics.queue_lag.set(self.queue.lag() + (dispatcher.waiting() if dispatcher else 0))
+        self.metrics.ready.set(0.0 if self.readiness() else 1.0)
         return generate_latest(self.metrics.registry)
 
     async def metrics_exposition(self) -> bytes:
@@ -348,6 +371,11 @@ class Gateway:
     async def replay(self, message_id: str) -> MessageRecord | None:
         """Queue a finished message for its callback again (``service.replay``)."""
         return await replay(self.journal, self.queue, message_id, time.time)
+
+    def readiness(self) -> list[Reason]:
+        """Why this process does not take traffic now (empty: ready); see ``service.readiness``."""
+        binds = self.smpp.status() if self.smpp is not None else None
+        return readiness(self.journal_health, binds)
 
     def health(self) -> dict[str, Any]:
         return {

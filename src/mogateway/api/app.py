@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, dlt, ingest, stats
+from mogateway.api import admin, cluster, dlt, health, ingest, stats
 from mogateway.api.apidocs import install_docs
 from mogateway.api.console import install_console
 from mogateway.api.limits import BodyLimit
@@ -62,6 +62,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
+    app.include_router(health.router)  # /readyz (faults, issue 28)
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)

@@ -21,6 +21,7 @@ from mogateway.api.problems import ApiProblem, problem
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import State
+from mogateway.service.journal_health import JournalUnavailable
 
 __all__ = ["arrival_from_json", "router"]
 
@@ -119,10 +120,12 @@ async def _accept(gateway: Any, items: list[Arrival]) -> list[Stored]:
     try:
         results: list[Stored] = await gateway.intake.accept(items)
     except Exception as exc:
-        log.error("could not store %d pushed MOs: %s: %s", len(items), type(exc).__name__, exc)
-        raise ApiProblem(
-            503, "the journal could not store the MO; nothing was accepted: send it again", kind="unavailable"
-        ) from None
+        if not isinstance(exc, JournalUnavailable):  # that one is logged already, rate-limited
+            log.error("could not store %d pushed MOs: %s: %s", len(items), type(exc).__name__, exc)
+        detail = "the journal could not store the MO; nothing was accepted: send it again"
+        if isinstance(exc, JournalUnavailable):
+            detail = f"nothing was accepted: {exc}; send it again later"
+        raise ApiProblem(503, detail, kind="unavailable") from None
     return results
 
 

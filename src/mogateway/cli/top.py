@@ -88,6 +88,11 @@ def render(doc: dict[str, Any], note: str = "") -> RenderableType:
         )
     )
     now = Text.assemble(
+        (
+            "ready   " if doc.get("ready", True) else "NOT READY: ",
+            "bold green" if doc.get("ready", True) else "bold red",
+        ),
+        "; ".join(r["kind"] for r in doc.get("not_ready", [])) + ("   " if doc.get("not_ready") else ""),
         "queue lag ",
         (f"{doc['queue_lag']:,}", "bold"),
         "   in flight ",

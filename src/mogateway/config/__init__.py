@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     max_inflight: int = Field(1000, ge=1, le=100_000)
     default_client_concurrency: int = Field(64, ge=1, le=10_000)
     journal_sync: Literal["full", "stores", "normal"] = "stores"
+    # The free-space guard (service.journal_health): intake refuses new MOs while the SQLite journal's
+    # file system has less free than the smaller of the two. 0 turns it off.
+    journal_min_free_bytes: int = Field(1 << 30, ge=0)
+    journal_min_free_percent: float = Field(5.0, ge=0, le=50)
 
     reply_channel: Literal["log", "http"] = "log"
     reply_http_url: str | None = None

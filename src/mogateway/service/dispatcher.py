@@ -12,6 +12,12 @@ For every MO the outcome is recorded in the journal (a compare-and-set from ``qu
 so an MO whose outcome is already recorded (by this node before a crash, or by another node) is never
 called again, and a reply is sent at most once per recorded answer. The lane does not wait for the
 reply: a reply waiting for a bind holds no callback capacity.
+
+A journal write that fails (a full disk, PostgreSQL gone: ``service.journal_health``) never changes an
+MO's fate: the answer of a callback already made is kept in memory and recorded when the journal takes
+it again, and only then is its reply handed over and its queue entry acknowledged — meanwhile the lane
+waits, so no further callback is made that could not be recorded either, and no MO is called twice.
+Only a bug of the gateway's own (not the journal's) records an MO as ``failed``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from mogateway.core.signing import signature_headers
 from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
 from mogateway.service.caller import exchange
+from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry
 from mogateway.service.replier import Replier
@@ -74,6 +81,7 @@ class Dispatcher:
         allow_private: bool = False,
         clock: Clock = time.time,
         lane_cap: Callable[[ClientRecord], int] | None = None,
+        health: JournalHealth | None = None,
     ) -> None:
         self._queue = queue
         self._store = store
@@ -101,6 +109,8 @@ class Dispatcher:
         self._outcome_counters: dict[tuple[str, OutcomeKind], Any] = {}
         self._failing: dict[str, int] = {}  # client id -> callbacks failed in a row
         self._client_throttle = Throttle(60.0)
+        self._health = health or JournalHealth(metrics, path=None)
+        self._queue_throttle = Throttle(60.0)
 
     def _client_metrics(self, client_id: str) -> tuple[Any, Any]:
         found = self._per_client.get(client_id)
@@ -159,6 +169,23 @@ class Dispatcher:
             except Exception:  # never let one bad item stop the dispatcher
                 log.exception("could not route %s", entry.item.id)
 
+    async def _ack(self, entry: QueueEntry) -> None:
+        """Acknowledge a queue entry whose outcome is recorded. Should the queue be away (NATS), the
+        entry comes back later and the journal says it is done: one line per minute, no traceback."""
+        try:
+            await entry.ack()
+        except Exception as exc:
+            if journal_error_kind(exc) is None and not _queue_error(exc):
+                raise
+            held = self._queue_throttle.ready("ack")
+            if held is not None:
+                log.warning(
+                    "could not acknowledge a queue entry (%s: %s); it comes back and is found done%s",
+                    type(exc).__name__,
+                    exc,
+                    self._queue_throttle.more(held),
+                )
+
     # ------------------------------------------------------------------ routing
 
     def _route(self, entry: QueueEntry, *, first: bool = False) -> None:
@@ -203,24 +230,49 @@ class Dispatcher:
             if not lane.items and lane.workers == 0:
                 self._lanes.pop(lane.client_id, None)
 
+    async def _apply(self, change: Change, what: str) -> bool:
+        """Record ``change``, tried again until the journal takes it (``service.journal_health``).
+
+        A write reported failed may still have been committed (an fsync error after the commit): the
+        compare-and-set then finds it done. That is recognised by the times of the change's own events,
+        so an answer recorded by this very call is not taken for another worker's."""
+        store = self._store
+        tries = 0
+
+        async def once() -> list[bool]:
+            nonlocal tries
+            tries += 1
+            return await store.apply([change])
+
+        (applied,) = await self._health.retry(once, what)
+        if applied or tries == 1:
+            return applied
+        record = await self._health.retry(lambda: store.get(change.message_id), what)
+        times = {change.event.at, *(e.at for e in change.then)}
+        return record is not None and record.state is not State.QUEUED and record.updated_at in times
+
     async def _record_outcome(self, entry: QueueEntry, outcome: OutcomeKind, detail: str) -> None:
         event = Event(EventKind.OUTCOME, self._clock(), {"outcome": outcome.value, "detail": detail})
-        await self._store.apply([Change(entry.item.id, event)])
-        await entry.ack()
+        await self._apply(Change(entry.item.id, event), f"the outcome of {entry.item.id}")
+        await self._ack(entry)
 
     async def _record_internal_error(self, entry: QueueEntry, exc: Exception) -> None:
         """A bug must not leave an MO silently queued: record it as failed (it can be replayed)."""
         detail = f"gateway error: {type(exc).__name__}: {exc}"[:300]
         try:
             await self._record_outcome(entry, OutcomeKind.FAILED, detail)
+        except asyncio.CancelledError:
+            raise
         except Exception:
             log.exception("could not record the failure of %s; it stays unfinished", entry.item.id)
 
     async def _unroutable(self, entry: QueueEntry) -> None:
         item = entry.item
         # Unroutable is final: first make sure no client was registered elsewhere (another node or
-        # worker) since this one last read the clients.
-        if await self._registry.refresh_if_changed() and self._registry.route(item.shortcode, item.text):
+        # worker) since this one last read the clients. Route again whatever the refresh says: another
+        # MO's refresh may have read the new client between this MO's first try and this check.
+        await self._health.retry(self._registry.refresh_if_changed, f"the routing of {item.id}")
+        if self._registry.route(item.shortcode, item.text):
             self._route(entry)
             return
         keyword = first_word(item.text)
@@ -233,23 +285,24 @@ class Dispatcher:
     async def _resume(self, entry: QueueEntry) -> None:
         """A redelivered MO: look at the journal first, then do only what is left."""
         item = entry.item
-        record = await self._store.get(item.id)
+        store = self._store
+        record = await self._health.retry(lambda: store.get(item.id), f"the resumption of {item.id}")
         if record is None:
             log.warning("queued message %s is not in the journal; dropping the queue entry", item.id)
-            await entry.ack()
+            await self._ack(entry)
             return
         if record.state in FINAL_STATES:
-            await entry.ack()
+            await self._ack(entry)
             return
         if record.state in (State.ANSWERED, State.REPLYING):
             if not self._replier.holds(item.id):  # else it is being replied to here already
                 self._replier.resume(record)
-            await entry.ack()
+            await self._ack(entry)
             return
         event = Event(EventKind.RECOVERED, self._clock(), {"resume": "dispatch"})
-        (still_queued,) = await self._store.apply([Change(item.id, event)])
+        still_queued = await self._apply(Change(item.id, event), f"the resumption of {item.id}")
         if not still_queued:  # finished meanwhile (another node)
-            await entry.ack()
+            await self._ack(entry)
             return
         self._route(_Fresh(entry), first=True)
 
@@ -315,10 +368,11 @@ class Dispatcher:
             reply_text=reply_text,
             then=planned.events if planned is not None else (),
         )
-        (applied,) = await self._store.apply([change])
+        # Kept in memory and tried again while the journal cannot take it: never a second callback.
+        applied = await self._apply(change, f"the answer to {item.id}")
         if applied and planned is not None:
             self._replier.send(planned, answered_at=answered_at)
-        await entry.ack()
+        await self._ack(entry)
 
     def _watch_client(self, client: ClientRecord, outcome: Outcome) -> None:
         """One log line when a client's callbacks keep failing (then one a minute while they do), one
@@ -361,6 +415,11 @@ class Dispatcher:
             data["truncated_from_chars"] = len(outcome.reply)
             self._metrics.reply_truncated.inc()
         return text, data
+
+
+def _queue_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the work queue's connection (NATS away), not from a bug."""
+    return type(exc).__module__.split(".", 1)[0] == "nats"
 
 
 def _whole_cap(client: ClientRecord) -> int:

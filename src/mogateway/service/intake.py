@@ -24,6 +24,7 @@ from mogateway.core.message import Arrival, Message, Rejection, check_shortcode,
 from mogateway.core.numbering import NumberRejected, SenderResolver, normalize_msisdn
 from mogateway.core.ports import Clock, MessageStore, Stored, WorkQueue
 from mogateway.core.timeline import State
+from mogateway.service.journal_health import JournalHealth, JournalUnavailable
 from mogateway.service.metrics import Metrics
 
 __all__ = ["MAX_MESSAGE_CHARS", "MAX_SOURCE_ID", "OWN_ID_DRAWS", "Intake"]
@@ -39,6 +40,8 @@ MAX_SOURCE_ID = 128
 #: with the id the last draw gave; an MO routed to a client this worker does not dispatch costs the
 #: draws and goes to its owner).
 OWN_ID_DRAWS = 8
+#: What happens to MOs the journal could not store (for the log).
+_REFUSED = "new MOs are refused (503, or a temporary SMPP error): their sources send them again"
 
 
 class Intake:
@@ -53,6 +56,7 @@ class Intake:
         random_bytes: Callable[[int], bytes] = os.urandom,
         owner_of: Callable[[Message], int] | None = None,
         me: int | None = None,
+        health: JournalHealth | None = None,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -62,6 +66,7 @@ class Intake:
         self._random = random_bytes
         self._owner_of = owner_of  # with worker processes: the one that dispatches each MO
         self._me = me  # ... and this worker's index: fresh ids are drawn to be its own
+        self._health = health
 
     def judge(self, arrival: Arrival, now: float) -> Message:
         """The message ``arrival`` becomes: named, and either accepted (with its sender) or rejected."""
@@ -111,8 +116,15 @@ class Intake:
         """Judge, store durably, queue. Returns one result per arrival, in order.
 
         Raises only when the journal could not store the batch: nothing was acknowledged then, and the
-        source should deliver again.
+        source should deliver again. :class:`JournalUnavailable` when the free-space guard refuses or
+        the journal failed in a way it expects (a full disk, PostgreSQL gone): logged already,
+        rate-limited (``service.journal_health``).
         """
+        health = self._health
+        if health is not None:
+            refusing = health.refusing()
+            if refusing is not None:
+                raise JournalUnavailable(refusing)
         now = self._clock()
         messages = [self.judge(a, now) for a in arrivals]
         owner_of = self._owner_of
@@ -124,7 +136,14 @@ class Intake:
         repeat_since = None
         if any(a.repeat_window_s > 0 for a in arrivals):
             repeat_since = [now - a.repeat_window_s if a.repeat_window_s > 0 else None for a in arrivals]
-        stored = await self._store.store(messages, owners, repeat_since)
+        try:
+            stored = await self._store.store(messages, owners, repeat_since)
+        except Exception as exc:
+            if health is None or health.failed(exc, _REFUSED) is None:
+                raise
+            raise JournalUnavailable(f"the journal could not store the MOs: {exc}") from None
+        if health is not None:
+            health.worked()
         to_queue: list[Message] = []
         metrics = self._metrics
         duplicates = 0

@@ -215,3 +215,17 @@ class Metrics:
             ["client", "result"],
             registry=r,
         )
+        self.journal_free_bytes = Gauge(
+            "mogateway_journal_free_bytes",
+            "Bytes free for the SQLite journal's file system (NaN on PostgreSQL)",
+            registry=r,
+        )
+        self.journal_write_errors = Counter(
+            "mogateway_journal_write_errors",
+            "Journal writes that failed, by kind (disk_full, io_error, unavailable, other)",
+            ["kind"],
+            registry=r,
+        )
+        self.ready = Gauge(
+            "mogateway_ready", "1 when this process takes traffic (/readyz), else 0", registry=r
+        )

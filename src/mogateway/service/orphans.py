@@ -26,6 +26,7 @@ from typing import Protocol
 
 from mogateway.core.message import Message
 from mogateway.core.ports import MessageStore, WorkQueue
+from mogateway.service.throttle import Throttle
 
 __all__ = ["Holder", "OrphanSweep"]
 
@@ -59,6 +60,7 @@ class OrphanSweep:
         self.after_s = after_s
         self.interval_s = interval_s
         self.page = page
+        self._fail_throttle = Throttle(60.0)
         self.queued = 0
         self._after = ""
         self._lost_at = 0.0
@@ -84,7 +86,14 @@ class OrphanSweep:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the next round tries again
-                log.warning("orphan sweep failed: %s", exc)
+                held = self._fail_throttle.ready("failed")
+                if held is not None:  # the journal or the queue away: one line a minute while it lasts
+                    log.warning(
+                        "orphan sweep failed: %s: %s%s",
+                        type(exc).__name__,
+                        exc,
+                        self._fail_throttle.more(held),
+                    )
 
     async def sweep_all(self, before: float) -> int:
         """Every unfinished MO of this worker last changed before ``before``; how many were queued."""

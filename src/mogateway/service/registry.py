@@ -22,6 +22,8 @@ from dataclasses import replace
 
 from mogateway.core.clients import ClientRecord, RoutingTable, conflict, first_word
 from mogateway.core.ports import ClientStore, SecretKeyError
+from mogateway.service.journal_health import journal_error_kind
+from mogateway.service.throttle import Throttle
 
 __all__ = ["ClientConflict", "NotSigning", "Registry", "first_word", "new_client_token", "new_signing_secret"]
 
@@ -66,6 +68,7 @@ class Registry:
         self._table = RoutingTable()
         self._version = -1.0
         self._refresh_s = refresh_s
+        self._refresh_throttle = Throttle(60.0)
         self._lock = asyncio.Lock()
         #: Awaited after every change this registry makes: the worker processes of one gateway tell
         #: each other here, so that a client registered on one routes on all before the call returns.
@@ -119,8 +122,17 @@ class Registry:
                         await self.load()
             except SecretKeyError as exc:  # another node wrote with a key this one lacks: say it in one line
                 log.error("client registry refresh failed: %s", exc)
-            except Exception:  # a journal hiccup must not kill routing
-                log.exception("client registry refresh failed")
+            except Exception as exc:  # a journal hiccup must not kill routing
+                if journal_error_kind(exc) is None:
+                    log.exception("client registry refresh failed")
+                elif (held := self._refresh_throttle.ready("refresh")) is not None:
+                    # The journal away (PostgreSQL restarting): an expected failure, one line a minute.
+                    log.warning(
+                        "client registry refresh failed: %s: %s%s",
+                        type(exc).__name__,
+                        exc,
+                        self._refresh_throttle.more(held),
+                    )
 
     # ------------------------------------------------------------------ changes
 

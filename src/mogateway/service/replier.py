@@ -26,6 +26,9 @@ goes on with the next MO at once. Rules, in the order a reply meets them:
 * While this node holds a reply (sending it, or waiting), its row is touched every ``touch_s`` (0: never,
   on a single node) so that the cluster sweeper, which republishes answered MOs nobody changed for a
   while, does not hand it to another node.
+* A journal write that fails (a full disk, PostgreSQL gone) never decides a reply's fate: each record
+  is tried again until the journal takes it (``service.journal_health``), the reply held here
+  meanwhile; an intent that could not be recorded means nothing went out, and the reply waits.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from mogateway.core.message import Message
 from mogateway.core.ports import Clock, MessageRecord, MessageStore, Reply, ReplyChannel, ReplyError
 from mogateway.core.timeline import Change, Event, EventKind, State
 from mogateway.service.dlt import NO_DLT, DltGate, Verdict
+from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
 from mogateway.service.throttle import Throttle
 
@@ -104,6 +108,7 @@ class Replier:
         clock: Clock = time.time,
         clients: Callable[[str], ClientRecord | None] = lambda _: None,
         dlt: DltGate | None = None,
+        health: JournalHealth | None = None,
     ) -> None:
         self._store = store
         self._router = router
@@ -122,6 +127,7 @@ class Replier:
         self._counters: dict[tuple[str, str], Any] = {}
         #: "reply X failed/given up": one line per kind every 10 s (an SMSC outage fails thousands).
         self._log_throttle = Throttle(10.0)
+        self._health = health or JournalHealth(metrics, path=None)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -199,7 +205,7 @@ class Replier:
             resumed = await self._record(reply, EventKind.REPLY_WAITING, channel, detail, quiet=True)
         else:
             event = Event(EventKind.RECOVERED, self._clock(), {"resume": "reply"})
-            (resumed,) = await self._store.apply([Change(reply.message_id, event)])
+            resumed = await self._apply(Change(reply.message_id, event))
         if resumed:
             # A reply that waited before the stop keeps its validity, counted from the last change.
             await self._deliver(reply, record.client_id, record.updated_at)
@@ -244,7 +250,7 @@ class Replier:
             client = self._clients(client_id) if client_id else None
             verdict = self._dlt.verdict(client, reply.text) if client is not None else NO_DLT
         if verdict.blocked:
-            await self._store.apply([verdict.blocked_change(mid, self._clock())])
+            await self._apply(verdict.blocked_change(mid, self._clock()))
             self._count(channel.name, "blocked")
             return
         if verdict.ids is not None:
@@ -292,7 +298,16 @@ class Replier:
             if intent_recorded:
                 return
             event = Event(EventKind.REPLY_SENDING, self._clock(), {"channel": channel.name})
-            (ok,) = await self._store.apply([Change(reply.message_id, event)])
+            try:
+                (ok,) = await self._store.apply([Change(reply.message_id, event)])
+            except Exception as exc:
+                # Nothing went out yet: the reply waits (its waiting is recorded once the journal can).
+                if self._health.failed(exc, "the reply waits and is handed over later") is None:
+                    raise
+                raise ReplyError(
+                    f"the journal could not record the handover: {exc}", retryable=True
+                ) from None
+            self._health.worked()
             if not ok:
                 raise HandoverRefused(reply.message_id)
             started = True
@@ -332,7 +347,7 @@ class Replier:
                 **verdict.data,
             },
         )
-        (ok,) = await self._store.apply([Change(reply.message_id, event, reply_refs=tuple(submitted.refs))])
+        ok = await self._apply(Change(reply.message_id, event, reply_refs=tuple(submitted.refs)))
         if not ok:
             log.warning("reply %s was submitted but its state had moved on; not recorded", reply.message_id)
         self._count(channel.name, "submitted")
@@ -353,7 +368,7 @@ class Replier:
         data: dict[str, Any] = {"channel": channel, "detail": detail, **more}
         if until:
             data["until"] = until
-        (ok,) = await self._store.apply([Change(reply.message_id, Event(kind, self._clock(), data))])
+        ok = await self._apply(Change(reply.message_id, Event(kind, self._clock(), data)))
         if not quiet and kind is not EventKind.REPLY_SUBMITTED:
             what = kind.value.removeprefix("reply_")
             held = self._log_throttle.ready(what)
@@ -361,6 +376,13 @@ class Replier:
                 log.warning(
                     "reply %s %s: %s%s", reply.message_id, what, detail, self._log_throttle.more(held)
                 )
+        return ok
+
+    async def _apply(self, change: Change) -> bool:
+        """Record ``change``, tried again until the journal takes it (``service.journal_health``)."""
+        store = self._store
+        what = f"the reply record of {change.message_id}"
+        (ok,) = await self._health.retry(lambda: store.apply([change]), what)
         return ok
 
     def _count(self, channel: str, result: str) -> None:
@@ -385,7 +407,10 @@ class Replier:
             try:
                 await self._store.touch(due)
             except Exception as exc:  # the next round tries again
-                log.warning("could not touch %d waiting replies: %s", len(due), exc)
+                if journal_error_kind(exc) is None:
+                    log.warning("could not touch %d waiting replies: %s", len(due), exc)
+                else:
+                    self._health.failed(exc, "touching waiting replies is tried again")
                 continue
             for mid in due:
                 if mid in self._held:

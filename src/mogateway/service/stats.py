@@ -33,7 +33,9 @@ from typing import Any, Protocol
 
 from mogateway.core.isotime import iso
 from mogateway.core.ports import NodeDirectory, StatsRow, StatsStore, WorkQueue
+from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
+from mogateway.service.readiness import readiness
 from mogateway.service.registry import Registry
 
 __all__ = [
@@ -202,8 +204,10 @@ class StatsService:
         flush_s: float,
         retention_days: int,
         shared: bool,
+        health: JournalHealth | None = None,
     ) -> None:
         self._gateway = gateway
+        self._health = health  # the flushes tell the journal's health how writes go, traffic or not
         self.node = node
         self.flush_s = flush_s
         self.retention_days = retention_days
@@ -297,11 +301,15 @@ class StatsService:
             try:
                 await self._journal.write_stats(rows, forget)
             except Exception as exc:  # the figures wait in memory for the next flush
+                if self._health is not None:
+                    self._health.failed(exc, "the traffic figures wait in memory for the next flush")
                 if not self._write_failing:
                     log.warning("stats: could not write to the journal: %s: %s", type(exc).__name__, exc)
                 self._write_failing = True
                 return
             self._write_failing = False
+            if self._health is not None:
+                self._health.worked()
             if forget is not None:
                 self._last_forget = now
             for r in rows:
@@ -476,7 +484,8 @@ class StatsService:
         }
 
     async def live(self) -> dict[str, Any]:
-        """What is true now, not over a window: queue lag, callbacks in flight, binds, nodes."""
+        """What is true now, not over a window: readiness (``service.readiness``), queue lag, callbacks
+        in flight, binds, nodes."""
         g = self._gateway
         dispatcher = g.dispatcher
         inflight = sum(dispatcher.inflight().values()) if dispatcher is not None else 0
@@ -510,7 +519,12 @@ class StatsService:
                             for b in node.binds
                         )
         up = sum(1 for b in binds if b["state"] == "bound")
+        # Readiness of the process that answers (/readyz): each worker answers for itself.
+        smpp = g.smpp
+        reasons = readiness(self._health, smpp.status() if smpp else None) if self._health else []
         return {
+            "ready": not reasons,
+            "not_ready": [reason.as_json() for reason in reasons],
             "queue_lag": g.queue.lag() + (dispatcher.waiting() if dispatcher is not None else 0),
             "inflight": inflight,
             "binds_summary": {"up": up, "down": len(binds) - up},

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from mogateway.core.message import Message
 from mogateway.core.ports import MessageRecord, MessageStore
 from mogateway.core.timeline import Change, Event, EventKind, State
+from mogateway.service.throttle import Throttle
 
 __all__ = ["Sweeper"]
 
@@ -76,6 +77,7 @@ class Sweeper:
         #: Clock skew and publish latency allowed for (tests on one host make it small).
         self.margin_s = margin_s
         self._clock = clock
+        self._fail_throttle = Throttle(60.0)
         self.published = 0
         self._after = ""  # the last id of the previous page: the next round goes on from there
 
@@ -87,7 +89,11 @@ class Sweeper:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the next round tries again
-                log.warning("sweep failed: %s", exc)
+                held = self._fail_throttle.ready("failed")
+                if held is not None:  # the journal or the queue away: one line a minute while it lasts
+                    log.warning(
+                        "sweep failed: %s: %s%s", type(exc).__name__, exc, self._fail_throttle.more(held)
+                    )
 
     async def sweep_once(self) -> int:
         """One round; returns how many MOs were published again."""

@@ -48,6 +48,7 @@ from mogateway.core.reassembly import Assembled, Reassembler
 from mogateway.core.repeats import content_source_id
 from mogateway.core.text import decode_short_message
 from mogateway.edges.dlt_errors import parse_receipt
+from mogateway.service.journal_health import JournalUnavailable
 from mogateway.smpp.constants import Status, TlvTag
 from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.segments import mo_part
@@ -332,7 +333,8 @@ class InboundHandler:
         return self._count(result)
 
     def _failed(self, exc: BaseException) -> int:
-        log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
+        if not isinstance(exc, JournalUnavailable):  # that one is logged already, rate-limited
+            log.error("%s: storing an MO failed (%s); asking the SMSC to redeliver", self.origin, exc)
         return Status.ESME_RX_T_APPN
 
     def _count(self, result: Stored) -> int:

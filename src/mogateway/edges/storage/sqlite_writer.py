@@ -89,6 +89,7 @@ def connect(path: str) -> sqlite3.Connection:
 # flock(2) called without releasing the GIL (ctypes.PyDLL): a lock that is free is taken at once.
 _flock_keeping_gil = ctypes.PyDLL(None).flock
 
+
 @contextlib.contextmanager
 def _holding(lock_fd: int) -> Iterator[None]:
     """Hold the workers' lock on ``lock_fd``, waiting for it (no-op for ``-1``: one process)."""
@@ -296,10 +297,28 @@ class Writer:
             value = fn(conn)
             conn.execute("COMMIT")
         except Exception as exc:
-            log.warning("journal write failed: %s: %s", type(exc).__name__, exc)
+            _log_failure("write", exc)
             self._rollback(conn)
             return target, False, exc
         return target, True, value
+
+
+#: A failed write (or checkpoint) is logged at most once per this many seconds: a full disk fails every
+#: one, and the gateway's service layer says what it does about it (service.journal_health).
+_FAILURE_LOG_EVERY_S = 60.0
+_failure_log: dict[str, list[float]] = {}  # what -> [last logged (monotonic), lines held back since]
+
+
+def _log_failure(what: str, exc: Exception) -> None:
+    now = time.monotonic()
+    last = _failure_log.setdefault(what, [-_FAILURE_LOG_EVERY_S, 0])
+    if now - last[0] < _FAILURE_LOG_EVERY_S:
+        last[1] += 1
+        return
+    held = int(last[1])
+    last[0], last[1] = now, 0
+    more = f" ({held} more in the last {_FAILURE_LOG_EVERY_S:g} s)" if held else ""
+    log.warning("journal %s failed: %s: %s%s", what, type(exc).__name__, exc, more)
 
 
 class _Syncer(threading.Thread):
@@ -353,7 +372,7 @@ class _Syncer(threading.Thread):
                 self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
         except sqlite3.Error as exc:
-            log.warning("journal checkpoint failed: %s", exc)
+            _log_failure("checkpoint", exc)
         self.log_size = 0
 
     def sync_log(self, results: Results) -> None:
