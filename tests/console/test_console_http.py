@@ -15,8 +15,6 @@ from gateway_harness import (
     start_serve,
 )
 
-from mogateway.api.console.sessions import SessionStore, SignInThrottle, same_secret
-
 
 def _signin_form(client: httpx.Client) -> str:
     page = client.get("/console/login")
@@ -69,31 +67,6 @@ def test_the_console_can_be_turned_off(tmp_path: Path) -> None:
     with in_process_gateway(tmp_path / "j.db", console=False) as gw:
         assert gw.request("GET", "/console/login").status_code == 404
         assert gw.request("GET", "/docs").status_code == 200  # the API docs stay
-
-
-def test_sessions_expire_and_end() -> None:
-    now = [1000.0]
-    store = SessionStore(60, clock=lambda: now[0])
-    session = store.create()
-    assert store.get(session.id) is session
-    now[0] += 61
-    assert store.get(session.id) is None
-    other = store.create()
-    store.end(other.id)
-    assert store.get(other.id) is None and store.get(None) is None
-
-
-def test_the_throttle_is_per_address_and_forgets_failures_after_its_window() -> None:
-    now = [0.0]
-    throttle = SignInThrottle(per_address=2, window_s=10, clock=lambda: now[0])
-    throttle.failed("a")
-    assert throttle.wait_s("a") == 0
-    now[0] = 1.0
-    throttle.failed("a")
-    assert throttle.wait_s("a") == 9 and throttle.wait_s("b") == 0  # others are not locked out
-    now[0] = 10.5
-    assert throttle.wait_s("a") == 0  # the first failure aged out
-    assert same_secret("x" * 20, "x" * 20) and not same_secret("x", "x" * 20)
 
 
 def test_mogateway_serve_serves_the_console_its_assets_and_the_api_docs(tmp_path: Path) -> None:

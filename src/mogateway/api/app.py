@@ -13,6 +13,7 @@ from starlette.responses import Response
 from mogateway import __version__
 from mogateway.api import admin, cluster, dlt, ingest, stats
 from mogateway.api.apidocs import install_docs
+from mogateway.api.common import GatewayView
 from mogateway.api.console import install_console
 from mogateway.api.limits import BodyLimit
 from mogateway.api.openapi import Health, documented, install_openapi
@@ -55,7 +56,8 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
         docs_url=None,  # served by api.apidocs from the package's own assets (no CDN)
         redoc_url=None,
     )
-    app.state.gateway = gateway
+    view: GatewayView = gateway  # what the handlers may use of it (api.common), checked by mypy
+    app.state.gateway = view
     install_handlers(app)
     app.include_router(ingest.router)
     app.include_router(admin.router)
