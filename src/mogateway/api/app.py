@@ -15,6 +15,7 @@ from mogateway.api import admin, cluster, dlt, ingest, stats
 from mogateway.api.apidocs import install_docs
 from mogateway.api.common import GatewayView
 from mogateway.api.console import install_console
+from mogateway.api.headers import SecurityHeaders
 from mogateway.api.limits import BodyLimit
 from mogateway.api.openapi import Health, documented, install_openapi
 from mogateway.api.problems import install_handlers
@@ -78,9 +79,10 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
         return Response(orjson.dumps(gateway.health()), media_type="application/json")
 
     s = gateway.settings
-    return BodyLimit(
+    limited = BodyLimit(
         app,
         s.max_body_bytes,
         {"/v1/inbound/batch": s.max_batch_bytes},
         per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
     )
+    return SecurityHeaders(limited)  # nosniff, no framing, a CSP on every answer (api.headers)
