@@ -296,11 +296,16 @@ def test_every_page_has_labels_ordered_headings_contrast_focus_and_fits_a_phone(
 
 
 def test_api_docs_and_reference_load_with_no_internet(gw: ServedGateway, page: Page) -> None:
+    refused: list[str] = []  # what the pages' Content-Security-Policy stopped: nothing of their own
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(gw.url + "/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("mogateway")
     expect(page.get_by_text("/v1/stats").first).to_be_visible()
     page.goto(gw.url + "/redoc")
     expect(page.get_by_role("heading", name=re.compile("mogateway"))).to_be_visible(timeout=20_000)
+    page.get_by_placeholder("Search...").fill("stats")  # Redoc's search runs in a worker
+    expect(page.get_by_role("search").get_by_role("menuitem").first).to_be_visible()
+    assert refused == []
     # the guard of the page fixture fails the test if either asked a CDN or a font service
 
 
