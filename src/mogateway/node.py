@@ -401,6 +401,7 @@ class Gateway:
             "describe": self._ipc_describe,
             "metrics": self._ipc_metrics,
             "binds": self._ipc_binds,
+            "live_binds": self._ipc_live_binds,
             "clients": self._ipc_clients,
             "reply": self._ipc_reply,
         }
@@ -427,6 +428,18 @@ class Gateway:
 
     async def _ipc_binds(self, _args: Any) -> list[dict[str, Any]]:
         return self.smpp.status() if self.smpp is not None else []
+
+    async def _ipc_live_binds(self, _args: Any) -> list[dict[str, Any]]:
+        return self.stats.binds() if self.stats is not None else []
+
+    async def live_binds(self) -> list[dict[str, Any]]:
+        """The binds this gateway holds with their live figures (the console's Binds page); with
+        workers, each worker's, asked on their sockets: a page served by any worker shows them all."""
+        rows = self.stats.binds() if self.stats is not None else []
+        if self.siblings is not None:
+            for _, theirs in sorted((await self.siblings.ask_all("live_binds")).items()):
+                rows.extend(theirs)
+        return rows
 
     async def _ipc_clients(self, _args: Any) -> bool:
         await self.registry.reload()

@@ -1,15 +1,17 @@
 """The console on a default gateway: several worker processes behind one port (SO_REUSEPORT), each new
 connection reaching either of them. A session made through one worker is honoured by every worker and
-after a restart; signing out through one ends it on all; the sign-in throttle counts over all of them.
+after a restart; signing out through one ends it on all; the sign-in throttle counts over all of them;
+the Binds page shows every bind in detail, whichever worker holds it.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
-from console_harness import WORKERS, ServedGateway, fresh_get, worker_of
-from gateway_harness import ADMIN_TOKEN
+from console_harness import WORKERS, ServedGateway, fresh_get, served_gateway, worker_of
+from gateway_harness import ADMIN_TOKEN, free_port
 
 #: New connections per check: each lands on a worker by the hash of its address and port, so the
 #: chance that all of them miss one of two workers is 2^-39.
@@ -89,3 +91,21 @@ def test_the_sign_in_throttle_counts_failures_over_every_worker(gw: ServedGatewa
         refused_on.add(worker)
     assert len(refused_on) == WORKERS, refused_on  # 5 failures in all, not 5 per worker
     print("failures by worker:", {w: failed_on.count(w) for w in sorted(set(failed_on))})
+
+
+def test_every_worker_shows_every_bind_in_detail(tmp_path: Path) -> None:
+    config = "".join(
+        f'[[smpp.binds]]\nname = "{name}"\nhost = "127.0.0.1"\nport = {free_port()}\n'
+        'system_id = "gw"\npassword = "pw"\n'
+        for name in ("airtel-dl", "jio-mh", "vi-ka")
+    )
+    with served_gateway(tmp_path / "gateway", config=config) as gw:
+        cookie = _session(gw.url)
+        workers: set[str] = set()
+        for _ in range(CONNECTIONS // 2):
+            page = fresh_get(gw.url + "/console/binds", cookie)
+            workers.add(worker_of(page))
+            for name in ("airtel-dl", "jio-mh", "vi-ka"):  # each held by one worker, shown by all
+                assert page.text.count(f'id="bind-{name}"') == 1, (worker_of(page), name)
+            assert "held by" not in page.text and page.text.count('data-label="Connects"') == 3
+        assert len(workers) == WORKERS

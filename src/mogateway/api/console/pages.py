@@ -40,7 +40,7 @@ async def binds(request: Request) -> Response:
     session = await session_of(request)
     if session is None:
         return to_signin(request)
-    live = await state_of(request).stats.live()
+    live = await state_of(request).live()
     return html("binds.html", await page_context(request, session, "binds", live=live))
 
 
@@ -53,7 +53,7 @@ async def fragments(state: ConsoleState, page: str) -> dict[str, str]:
             "traffic": render("_traffic.html", {"stats": doc}),
             "figures": render("_figures.html", {"stats": doc}),
         }
-    return {"binds-live": render("_binds.html", {"live": await stats.live()})}
+    return {"binds-live": render("_binds.html", {"live": await state.live()})}
 
 
 @router.get("/live/{page}")

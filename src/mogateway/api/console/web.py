@@ -97,6 +97,17 @@ class ConsoleState:
             raise RuntimeError("the gateway is not started")
         return stats
 
+    async def live(self) -> dict[str, Any]:
+        """What is true now (StatsService.live), with every bind of this gateway in detail: with
+        workers, a page is served by any of them, and each holds only some of the binds."""
+        live = await self.stats.live()
+        held = await self.gateway.live_binds()
+        names = {b["name"] for b in held}
+        order = {b["name"]: n for n, b in enumerate(live["binds"])}
+        others = [b for b in live["binds"] if b["name"] not in names]  # other nodes' (a cluster)
+        live["binds"] = sorted(held, key=lambda b: order.get(b["name"], len(order))) + others
+        return live
+
     async def api(
         self,
         method: str,
