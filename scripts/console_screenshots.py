@@ -3,10 +3,11 @@
     .venv/bin/python scripts/console_screenshots.py [--out docs/console]
 
 Runs the real thing on loopback: an SMSC simulator, three callback applications (fast, slow, broken),
-``mogateway serve`` with an SMPP bind to the simulator, some traffic over HTTP and SMPP, then Debian's
-Chromium (through Playwright) signs in and photographs each page. Needs what ``scripts/test.sh`` sets
-up (the test extra and /usr/bin/chromium). Nothing leaves 127.0.0.1: any other request is aborted and
-fails the script.
+``mogateway serve`` as it runs by default — a worker process per core, at least two, so the browser's
+connections reach either worker — with an SMPP bind to the simulator, some traffic over HTTP and SMPP,
+then Debian's Chromium (through Playwright) signs in and photographs each page. Needs what
+``scripts/test.sh`` sets up (the test extra and /usr/bin/chromium). Nothing leaves 127.0.0.1: any other
+request is aborted and fails the script.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ circle = "maharashtra"
         MOGATEWAY_STATS_FLUSH_S="1",
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "mogateway", "serve", "--config", str(config), "--port", str(port)],
+        [
+            *(sys.executable, "-m", "mogateway", "serve", "--config", str(config), "--port", str(port)),
+            *("--workers", str(max(2, os.cpu_count() or 1))),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=(workdir / "serve.log").open("wb"),

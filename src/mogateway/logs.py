@@ -44,6 +44,10 @@ def setup_logging(level: str = "info", fmt: str = "text", *, worker: str = "") -
     root.setLevel(level.upper())
     # uvicorn's error logger is useful (bind failures); its access log is not wanted on the hot path.
     logging.getLogger("uvicorn.access").disabled = True
+    # httpx logs every request's URL, query string and all, at INFO (the console's in-process API calls
+    # carry the numbers searched for): no subscriber number in the log at INFO, only its warnings.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # asyncpg's pool logs a traceback each time it fails to reconnect while PostgreSQL is away: an
     # expected failure of the environment, said in one line a minute (service.journal_health says the rest).
     logging.getLogger("asyncpg.pool").addFilter(_OneLineAMinute())

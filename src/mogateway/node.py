@@ -304,6 +304,7 @@ class Gateway:
             describe=self.describe,
             metrics=self.local_metrics,
             binds=lambda: self.smpp,
+            live_binds=lambda: self.stats.binds() if self.stats is not None else [],
             reload_clients=self.registry.reload,
             dispatch=self.mode.dispatch_handler(),
         )
@@ -317,6 +318,15 @@ class Gateway:
     async def _tell_clients_changed(self) -> None:
         if self.siblings is not None:
             await self.siblings.ask_all("clients")
+
+    async def live_binds(self) -> list[dict[str, Any]]:
+        """The binds this gateway holds with their live figures (the console's Binds page); with
+        workers, each worker's, asked on their sockets: a page served by any worker shows them all."""
+        rows = self.stats.binds() if self.stats is not None else []
+        if self.siblings is not None:
+            for _, theirs in sorted((await self.siblings.ask_all("live_binds")).items()):
+                rows.extend(theirs)
+        return rows
 
     # ------------------------------------------------------------------ what the API shows
 

@@ -1,4 +1,5 @@
-"""Fixtures of the console tests: a real gateway on loopback and Debian's Chromium driven by Playwright.
+"""Fixtures of the console tests: a real gateway on loopback — ``mogateway serve`` with several worker
+processes, as it runs by default — and Debian's Chromium driven by Playwright.
 
 Every browser context routes every request through :class:`console_harness.Outside`, which lets
 127.0.0.1 through and aborts (and records) anything else; a test during which the page asked any other
@@ -16,8 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from console_harness import CHROMIUM, CHROMIUM_ARGS, Outside
-from gateway_harness import InProcessGateway, in_process_gateway
+from console_harness import CHROMIUM, CHROMIUM_ARGS, Outside, ServedGateway, served_gateway
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
@@ -61,6 +61,6 @@ def app() -> Iterator[CallbackRecorder]:
 
 
 @pytest.fixture
-def gw(tmp_path: Path) -> Iterator[InProcessGateway]:
-    with in_process_gateway(tmp_path / "journal.db", stats_flush_s=0.5, node_name="test-node") as gateway:
+def gw(tmp_path: Path) -> Iterator[ServedGateway]:
+    with served_gateway(tmp_path / "gateway") as gateway:
         yield gateway

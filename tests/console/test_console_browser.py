@@ -1,4 +1,6 @@
-"""The console in a real browser (Debian's Chromium through Playwright) against a real gateway on loopback.
+"""The console in a real browser (Debian's Chromium through Playwright) against a real gateway on loopback:
+``mogateway serve`` with several worker processes (the default), so the browser's connections reach
+either worker, as they do for an operator.
 
 Each test drives the pages as a support engineer would: sign in, watch figures move, find a message,
 replay it, manage a client, watch a bind drop and come back. Nothing may be fetched from another host.
@@ -11,13 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from console_harness import Outside, sign_in
-from gateway_harness import ADMIN_TOKEN, InProcessGateway, free_port, in_process_gateway
+from console_harness import Outside, ServedGateway, SmscThread, served_gateway, sign_in
+from gateway_harness import ADMIN_TOKEN, free_port
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from mogateway.testing.recorder import CallbackRecorder
-from mogateway.testing.smsc import SimulatedSmsc
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +26,7 @@ MSISDN = "919810012345"
 
 
 def test_sign_in_refuses_a_wrong_token_and_the_session_is_a_strict_httponly_cookie(
-    gw: InProcessGateway, page: Page
+    gw: ServedGateway, page: Page
 ) -> None:
     page.goto(gw.url + "/console/")
     expect(page).to_have_url(re.compile(r"/console/login\?next="))  # not signed in: to the sign-in page
@@ -52,7 +53,7 @@ def test_sign_in_refuses_a_wrong_token_and_the_session_is_a_strict_httponly_cook
 
 
 def test_overview_counts_a_pushed_mo_live_without_reload(
-    gw: InProcessGateway, app: CallbackRecorder, page: Page
+    gw: ServedGateway, app: CallbackRecorder, page: Page
 ) -> None:
     gw.add_client(name="vote", shortcodes=["56767"], callback_url=app.url)
     sign_in(page, gw)
@@ -70,7 +71,7 @@ def test_overview_counts_a_pushed_mo_live_without_reload(
     assert page.locator("#traffic polyline.in").get_attribute("points")
 
 
-def test_messages_search_timeline_and_replay(gw: InProcessGateway, app: CallbackRecorder, page: Page) -> None:
+def test_messages_search_timeline_and_replay(gw: ServedGateway, app: CallbackRecorder, page: Page) -> None:
     client = gw.add_client(name="vote", shortcodes=["56767"], callback_url=app.url)
     pushed = gw.push("56767", "VOTE 7", MSISDN)
     gw.wait_state(pushed["id"])
@@ -109,7 +110,7 @@ def test_messages_search_timeline_and_replay(gw: InProcessGateway, app: Callback
     assert [c.json()["message"] for c in app.calls].count("VOTE 7") == 2
 
 
-def test_keyset_paging_walks_every_message_once(gw: InProcessGateway, page: Page) -> None:
+def test_keyset_paging_walks_every_message_once(gw: ServedGateway, page: Page) -> None:
     ids = [gw.push("51111", f"NOBODY {n}", MSISDN)["id"] for n in range(53)]
     sign_in(page, gw)
     page.goto(gw.url + "/console/messages?shortcode=51111")
@@ -127,7 +128,7 @@ def test_keyset_paging_walks_every_message_once(gw: InProcessGateway, page: Page
 
 
 def test_clients_token_shown_once_rotate_test_mo_change_and_remove(
-    gw: InProcessGateway, app: CallbackRecorder, page: Page
+    gw: ServedGateway, app: CallbackRecorder, page: Page
 ) -> None:
     sign_in(page, gw)
     page.get_by_role("link", name="Clients").click()
@@ -188,44 +189,48 @@ def test_clients_token_shown_once_rotate_test_mo_change_and_remove(
     assert gw.admin("GET", "/v1/clients").json()["clients"] == []
 
 
-def test_binds_page_shows_a_bind_go_up_down_and_up(page: Page, tmp_path: object) -> None:
+def test_binds_page_shows_a_bind_go_up_down_and_up(page: Page, tmp_path: Path) -> None:
     port = free_port()
-    bind = {
-        "name": "airtel-dl",
-        "host": "127.0.0.1",
-        "port": port,
-        "system_id": "gw",
-        "password": "pw",
-        "operator": "airtel",
-        "window": 7,
-    }
-    with in_process_gateway(tmp_path / "j.db", smpp={"binds": [bind]}) as gw:  # type: ignore[operator]
-        sign_in(page, gw)
-        expect(page.locator("#binds-down")).to_have_text("1")
-        page.get_by_role("link", name="Binds").click()
-        expect(page.get_by_role("heading", level=1)).to_have_text("Binds")
-        row = page.locator("#bind-airtel-dl")
-        expect(row.locator("[data-state]")).not_to_have_text("bound")
-        page.evaluate("window.notReloaded = true")
+    config = f"""
+[[smpp.binds]]
+name = "airtel-dl"
+host = "127.0.0.1"
+port = {port}
+system_id = "gw"
+password = "pw"
+operator = "airtel"
+window = 7
+"""
+    smsc = SmscThread(port)
+    try:
+        with served_gateway(tmp_path / "gateway", config=config) as gw:
+            sign_in(page, gw)
+            expect(page.locator("#binds-down")).to_have_text("1")
+            page.get_by_role("link", name="Binds").click()
+            expect(page.get_by_role("heading", level=1)).to_have_text("Binds")
+            row = page.locator("#bind-airtel-dl")
+            expect(row.locator("[data-state]")).not_to_have_text("bound")
+            page.evaluate("window.notReloaded = true")
 
-        smsc = gw.run(SimulatedSmsc(port=port, system_id="gw", password="pw").start())
-        expect(row.locator("[data-state]")).to_have_text("bound", timeout=20_000)
-        expect(row).to_contain_text("0 of 7")
-        gw.run(smsc.inject_mo(MSISDN, "56767", "HELLO"))
-        expect(row.locator("td[data-label='MOs, 1 min']")).to_have_text("1")
+            simulator = smsc.start()
+            expect(row.locator("[data-state]")).to_have_text("bound", timeout=20_000)
+            expect(row).to_contain_text("0 of 7")
+            smsc.run(simulator.inject_mo(MSISDN, "56767", "HELLO"))
+            expect(row.locator("td[data-label='MOs, 1 min']")).to_have_text("1")
 
-        gw.run(smsc.stop())
-        expect(row.locator("[data-state]")).not_to_have_text("bound", timeout=10_000)
-        expect(row.locator("td[data-label='Last error']")).not_to_have_text("none")
-        smsc = gw.run(SimulatedSmsc(port=port, system_id="gw", password="pw").start())
-        expect(row.locator("[data-state]")).to_have_text("bound", timeout=20_000)
-        expect(row.locator("td[data-label='Connects']")).to_have_text("2")
-        assert page.evaluate("window.notReloaded") is True
-        page.close()  # ends the live stream before the gateway stops
-        gw.run(smsc.stop())
+            smsc.stop()
+            expect(row.locator("[data-state]")).not_to_have_text("bound", timeout=10_000)
+            expect(row.locator("td[data-label='Last error']")).not_to_have_text("none")
+            smsc.start()
+            expect(row.locator("[data-state]")).to_have_text("bound", timeout=20_000)
+            expect(row.locator("td[data-label='Connects']")).to_have_text("2")
+            assert page.evaluate("window.notReloaded") is True
+            page.close()  # ends the live stream before the gateway stops
+    finally:
+        smsc.close()
 
 
-def test_a_state_changing_post_without_the_csrf_token_is_refused(gw: InProcessGateway, page: Page) -> None:
+def test_a_state_changing_post_without_the_csrf_token_is_refused(gw: ServedGateway, page: Page) -> None:
     sign_in(page, gw)
     request = page.context.request  # the signed-in browser's cookies
     body = {"name": "x", "shortcodes": "56767", "callback_url": "http://127.0.0.1:9/"}
@@ -254,7 +259,7 @@ _A11Y = (Path(__file__).parent / "a11y.js").read_text()
 
 @pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}])
 def test_every_page_has_labels_ordered_headings_contrast_focus_and_fits_a_phone(
-    gw: InProcessGateway, app: CallbackRecorder, viewport: dict[str, int], page: Page
+    gw: ServedGateway, app: CallbackRecorder, viewport: dict[str, int], page: Page
 ) -> None:
     client = gw.add_client(name="vote", shortcodes=["56767"], callback_url=app.url)
     message = gw.push("56767", "VOTE 7", MSISDN)
@@ -290,18 +295,21 @@ def test_every_page_has_labels_ordered_headings_contrast_focus_and_fits_a_phone(
     assert focused[0] != "none" and float(focused[1].removesuffix("px")) >= 2  # focus is visible
 
 
-def test_api_docs_and_reference_load_with_no_internet(gw: InProcessGateway, page: Page) -> None:
+def test_api_docs_and_reference_load_with_no_internet(gw: ServedGateway, page: Page) -> None:
+    refused: list[str] = []  # what the pages' Content-Security-Policy stopped: nothing of their own
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(gw.url + "/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("mogateway")
     expect(page.get_by_text("/v1/stats").first).to_be_visible()
     page.goto(gw.url + "/redoc")
     expect(page.get_by_role("heading", name=re.compile("mogateway"))).to_be_visible(timeout=20_000)
+    page.get_by_placeholder("Search...").fill("stats")  # Redoc's search runs in a worker
+    expect(page.get_by_role("search").get_by_role("menuitem").first).to_be_visible()
+    assert refused == []
     # the guard of the page fixture fails the test if either asked a CDN or a font service
 
 
-def test_the_guard_catches_a_request_to_another_host(
-    gw: InProcessGateway, outside: Outside, page: Page
-) -> None:
+def test_the_guard_catches_a_request_to_another_host(gw: ServedGateway, outside: Outside, page: Page) -> None:
     page.goto(gw.url + "/console/login")
     # The console's Content-Security-Policy already stops a script's fetch to another host...
     page.evaluate("fetch('http://cdn.example.invalid/lib.js').catch(() => null)")

@@ -6,16 +6,8 @@ import re
 from pathlib import Path
 
 import httpx
-from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
-    InProcessGateway,
-    clean_env,
-    in_process_gateway,
-    start_serve,
-)
-
-from mogateway.api.console.sessions import SessionStore, SignInThrottle, same_secret
+from console_harness import ServedGateway, served_gateway
+from gateway_harness import ADMIN_TOKEN
 
 
 def _signin_form(client: httpx.Client) -> str:
@@ -26,7 +18,7 @@ def _signin_form(client: httpx.Client) -> str:
     return found[1]
 
 
-def test_failed_sign_ins_are_throttled_and_then_even_the_right_token_waits(gw: InProcessGateway) -> None:
+def test_failed_sign_ins_are_throttled_and_then_even_the_right_token_waits(gw: ServedGateway) -> None:
     with httpx.Client(base_url=gw.url) as client:
         csrf = _signin_form(client)
         for _ in range(5):
@@ -40,7 +32,7 @@ def test_failed_sign_ins_are_throttled_and_then_even_the_right_token_waits(gw: I
         assert "mogateway_console=" not in locked.headers.get("set-cookie", "")
 
 
-def test_sign_in_needs_its_form_token_and_only_leads_to_console_pages(gw: InProcessGateway) -> None:
+def test_sign_in_needs_its_form_token_and_only_leads_to_console_pages(gw: ServedGateway) -> None:
     with httpx.Client(base_url=gw.url) as client:
         refused = client.post("/console/login", data={"token": ADMIN_TOKEN})  # no form token, no cookie
         assert refused.status_code == 403
@@ -53,7 +45,7 @@ def test_sign_in_needs_its_form_token_and_only_leads_to_console_pages(gw: InProc
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=28800" in cookie
 
 
-def test_pages_carry_a_strict_policy_and_are_not_cached(gw: InProcessGateway) -> None:
+def test_pages_carry_a_strict_policy_and_are_not_cached(gw: ServedGateway) -> None:
     with httpx.Client(base_url=gw.url) as client:
         page = client.get("/console/login")
         policy = page.headers["content-security-policy"]
@@ -66,48 +58,17 @@ def test_pages_carry_a_strict_policy_and_are_not_cached(gw: InProcessGateway) ->
 
 
 def test_the_console_can_be_turned_off(tmp_path: Path) -> None:
-    with in_process_gateway(tmp_path / "j.db", console=False) as gw:
+    with served_gateway(tmp_path / "gateway", console="false") as gw:
         assert gw.request("GET", "/console/login").status_code == 404
         assert gw.request("GET", "/docs").status_code == 200  # the API docs stay
 
 
-def test_sessions_expire_and_end() -> None:
-    now = [1000.0]
-    store = SessionStore(60, clock=lambda: now[0])
-    session = store.create()
-    assert store.get(session.id) is session
-    now[0] += 61
-    assert store.get(session.id) is None
-    other = store.create()
-    store.end(other.id)
-    assert store.get(other.id) is None and store.get(None) is None
-
-
-def test_the_throttle_is_per_address_and_forgets_failures_after_its_window() -> None:
-    now = [0.0]
-    throttle = SignInThrottle(per_address=2, window_s=10, clock=lambda: now[0])
-    throttle.failed("a")
-    assert throttle.wait_s("a") == 0
-    now[0] = 1.0
-    throttle.failed("a")
-    assert throttle.wait_s("a") == 9 and throttle.wait_s("b") == 0  # others are not locked out
-    now[0] = 10.5
-    assert throttle.wait_s("a") == 0  # the first failure aged out
-    assert same_secret("x" * 20, "x" * 20) and not same_secret("x", "x" * 20)
-
-
-def test_mogateway_serve_serves_the_console_its_assets_and_the_api_docs(tmp_path: Path) -> None:
-    served = start_serve(
-        tmp_path, clean_env(MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN, MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN)
-    )
-    try:
-        with httpx.Client(base_url=served.url) as client:
-            assert "Admin token" in client.get("/console/login").text
-            for asset in ("console/console.css", "console/console.js", "swagger-ui/swagger-ui-bundle.js"):
-                assert client.get(f"/static/{asset}").status_code == 200, asset
-            docs = client.get("/docs").text
-            assert "/static/swagger-ui/swagger-ui-bundle.js" in docs and "cdn" not in docs
-            redoc = client.get("/redoc").text
-            assert "/static/redoc/redoc.standalone.js" in redoc and "fonts.googleapis" not in redoc
-    finally:
-        served.stop()
+def test_mogateway_serve_serves_the_console_its_assets_and_the_api_docs(gw: ServedGateway) -> None:
+    with httpx.Client(base_url=gw.url) as client:
+        assert "Admin token" in client.get("/console/login").text
+        for asset in ("console/console.css", "console/console.js", "swagger-ui/swagger-ui-bundle.js"):
+            assert client.get(f"/static/{asset}").status_code == 200, asset
+        docs = client.get("/docs").text
+        assert "/static/swagger-ui/swagger-ui-bundle.js" in docs and "cdn" not in docs
+        redoc = client.get("/redoc").text
+        assert "/static/redoc/redoc.standalone.js" in redoc and "fonts.googleapis" not in redoc

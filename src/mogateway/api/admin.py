@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-import orjson
 from fastapi import APIRouter, Query, Request
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
@@ -16,6 +15,14 @@ from starlette.responses import PlainTextResponse, Response
 
 from mogateway.api import dlt
 from mogateway.api.auth import require_token
+from mogateway.api.common import (
+    AdminRoute,
+    GatewayView,
+    client_of,
+    gateway_of,
+    json_response,
+    reload_clients,
+)
 from mogateway.api.openapi import (
     BindList,
     ClientList,
@@ -31,7 +38,7 @@ from mogateway.core.callback_url import UrlRefused, normalize_callback_url
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import SHORTCODE_RULE, check_shortcode
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
-from mogateway.core.ports import MessageFilter, SecretKeyError
+from mogateway.core.ports import MessageFilter
 from mogateway.core.timeline import State
 from mogateway.edges.urlguard import check_callback_url
 from mogateway.service.registry import ClientConflict, NotSigning, new_signing_secret
@@ -39,17 +46,10 @@ from mogateway.service.replay import NotReplayable
 
 __all__ = ["message_json", "router"]
 
-router = APIRouter(tags=["admin"])
-
-
-def _admin(request: Request) -> Any:
-    gateway = request.app.state.gateway
-    require_token(request, gateway.admin_token, "admin")
-    return gateway
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+#: Every route answers only to the admin token, checked before the body is read (api.common);
+#: /metrics, which may be public, is on a router of its own, included at the end.
+router = APIRouter(tags=["admin"], route_class=AdminRoute)
+_maybe_public = APIRouter(tags=["admin"])
 
 
 # ---------------------------------------------------------------------------------------- clients
@@ -181,7 +181,7 @@ def client_json(
     return out
 
 
-async def _check_url(gateway: Any, url: str) -> None:
+async def _check_url(gateway: GatewayView, url: str) -> None:
     try:
         await check_callback_url(url, gateway.settings.allow_private_callbacks)
     except UrlRefused as exc:
@@ -203,7 +203,7 @@ def _conflict(exc: ClientConflict) -> ApiProblem:
     **documented(400, 409, 413, 422, ok=ClientOut, status=201),
 )
 async def create_client(request: Request, body: ClientIn) -> Response:
-    gateway = _admin(request)
+    gateway = gateway_of(request)
     await _check_url(gateway, body.callback_url)
     record = ClientRecord(
         id="",
@@ -223,38 +223,21 @@ async def create_client(request: Request, body: ClientIn) -> Response:
         created = await gateway.registry.add(record)
     except ClientConflict as exc:
         raise _conflict(exc) from None
-    return _json(client_json(created, with_token=True, with_signing_secret=True), 201)
-
-
-async def _reload(gateway: Any) -> None:
-    """Read the clients again (another node may have changed them)."""
-    try:
-        await gateway.registry.load()
-    except SecretKeyError as exc:  # a node without the key another node wrote with: say so, no traceback
-        raise ApiProblem(503, str(exc), kind="secret-key") from None
+    return json_response(client_json(created, with_token=True, with_signing_secret=True), 201)
 
 
 @router.get("/v1/clients", summary="List client applications", **documented(503, ok=ClientList))
 async def list_clients(request: Request) -> Response:
-    gateway = _admin(request)
-    await _reload(gateway)
-    return _json({"clients": [client_json(c) for c in gateway.registry.all()]})
-
-
-def _client_or_404(gateway: Any, client_id: str) -> ClientRecord:
-    client: ClientRecord | None = gateway.registry.get(client_id)
-    if client is None:
-        raise ApiProblem(404, f"no client {client_id}", kind="not-found")
-    return client
+    gateway = gateway_of(request)
+    await reload_clients(gateway)
+    return json_response({"clients": [client_json(c) for c in gateway.registry.all()]})
 
 
 @router.get(
     "/v1/clients/{client_id}", summary="Show one client application", **documented(404, 503, ok=ClientOut)
 )
 async def get_client(request: Request, client_id: str) -> Response:
-    gateway = _admin(request)
-    await _reload(gateway)
-    return _json(client_json(_client_or_404(gateway, client_id)))
+    return json_response(client_json(await client_of(gateway_of(request), client_id)))
 
 
 @router.patch(
@@ -266,8 +249,8 @@ async def get_client(request: Request, client_id: str) -> Response:
     **documented(400, 404, 409, 413, 422, ok=ClientOut),
 )
 async def patch_client(request: Request, client_id: str, body: ClientPatch) -> Response:
-    gateway = _admin(request)
-    _client_or_404(gateway, client_id)
+    gateway = gateway_of(request)
+    await client_of(gateway, client_id)
     changes = body.model_dump(exclude_unset=True)
     if changes.get("callback_url"):
         await _check_url(gateway, changes["callback_url"])
@@ -295,15 +278,15 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
         raise _conflict(exc) from None
     if updated is None:
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
-    return _json(client_json(updated, with_signing_secret=started_signing))
+    return json_response(client_json(updated, with_signing_secret=started_signing))
 
 
 @router.delete(
     "/v1/clients/{client_id}", status_code=204, summary="Remove a client application", **documented(404)
 )
 async def delete_client(request: Request, client_id: str) -> Response:
-    gateway = _admin(request)
-    _client_or_404(gateway, client_id)
+    gateway = gateway_of(request)
+    await client_of(gateway, client_id)
     await gateway.registry.remove(client_id)
     return Response(status_code=204)
 
@@ -312,10 +295,12 @@ async def delete_client(request: Request, client_id: str) -> Response:
     "/v1/clients/{client_id}/token", summary="Rotate a client's bearer token", **documented(404, ok=ClientOut)
 )
 async def rotate_token(request: Request, client_id: str) -> Response:
-    gateway = _admin(request)
-    _client_or_404(gateway, client_id)
+    gateway = gateway_of(request)
+    await client_of(gateway, client_id)
     updated = await gateway.registry.rotate_token(client_id)
-    return _json(client_json(updated, with_token=True))
+    if updated is None:  # removed meanwhile
+        raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    return json_response(client_json(updated, with_token=True))
 
 
 @router.post(
@@ -324,15 +309,17 @@ async def rotate_token(request: Request, client_id: str) -> Response:
     **documented(404, 409, ok=ClientOut),
 )
 async def rotate_signing_secret(request: Request, client_id: str) -> Response:
-    gateway = _admin(request)
-    _client_or_404(gateway, client_id)
+    gateway = gateway_of(request)
+    await client_of(gateway, client_id)
     try:
         updated = await gateway.registry.rotate_signing_secret(client_id, gateway.settings.signing_grace_s)
     except NotSigning as exc:
         raise ApiProblem(
             409, f'{exc}: turn signing on with PATCH {{"sign_callbacks": true}}', kind="not-signing"
         ) from None
-    return _json(client_json(updated, with_signing_secret=True))
+    if updated is None:  # removed meanwhile
+        raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    return json_response(client_json(updated, with_signing_secret=True))
 
 
 # --------------------------------------------------------------------------------------- messages
@@ -378,7 +365,7 @@ async def list_messages(
 ) -> Response:
     """Newest first. ``before`` is the ``next`` of the previous page (keyset paging: stable and cheap
     however deep one pages, where an offset would rescan everything before the page)."""
-    gateway = _admin(request)
+    gateway = gateway_of(request)
     if not 1 <= limit <= 1000:
         raise ApiProblem(422, "limit: must be 1 to 1000", kind="invalid-field", field="limit")
     wanted_state: State | None = None
@@ -407,7 +394,7 @@ async def list_messages(
     )
     records = await gateway.journal.find(where)
     last = records[-1] if len(records) == limit else None
-    return _json(
+    return json_response(
         {
             "messages": [message_json(r) for r in records],
             "next": f"{last.message.received_at!r}:{last.id}" if last is not None else None,
@@ -431,12 +418,12 @@ def _parse_cursor(value: str) -> tuple[float, str]:
     **documented(404, ok=MessageOut),
 )
 async def get_message(request: Request, message_id: str) -> Response:
-    gateway = _admin(request)
+    gateway = gateway_of(request)
     found = await gateway.journal.history(message_id)
     if found is None:
         raise ApiProblem(404, f"no message {message_id}", kind="not-found")
     record, events = found
-    return _json(message_json(record, events))
+    return json_response(message_json(record, events))
 
 
 @router.post(
@@ -446,14 +433,14 @@ async def get_message(request: Request, message_id: str) -> Response:
     **documented(404, 409, ok=Replayed, status=202),
 )
 async def replay_message(request: Request, message_id: str) -> Response:
-    gateway = _admin(request)
+    gateway = gateway_of(request)
     try:
         record = await gateway.replay(message_id)
     except NotReplayable as exc:
         raise ApiProblem(409, str(exc), kind="not-replayable") from None
     if record is None:
         raise ApiProblem(404, f"no message {message_id}", kind="not-found")
-    return _json({"id": record.id, "state": record.state.value}, 202)
+    return json_response({"id": record.id, "state": record.state.value}, 202)
 
 
 # ------------------------------------------------------------------------------------ operations
@@ -461,18 +448,21 @@ async def replay_message(request: Request, message_id: str) -> Response:
 
 @router.get("/v1/binds", summary="SMPP binds and their state", **documented(ok=BindList))
 async def binds(request: Request) -> Response:
-    gateway = _admin(request)
-    return _json({"binds": await gateway.binds_status()})
+    gateway = gateway_of(request)
+    return json_response({"binds": await gateway.binds_status()})
 
 
-@router.get(
+@_maybe_public.get(
     "/metrics",
     summary="Prometheus metrics (admin token unless metrics_public)",
     response_class=PlainTextResponse,
     **documented(ok_content={"text/plain": {"schema": {"type": "string"}}}),
 )
 async def metrics(request: Request) -> Response:
-    gateway = request.app.state.gateway
+    gateway = gateway_of(request)
     if not gateway.settings.metrics_public:
         require_token(request, gateway.admin_token, "admin")
     return Response(await gateway.metrics_exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+router.include_router(_maybe_public)

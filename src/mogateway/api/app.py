@@ -13,7 +13,9 @@ from starlette.responses import Response
 from mogateway import __version__
 from mogateway.api import admin, cluster, dlt, health, ingest, stats
 from mogateway.api.apidocs import install_docs
+from mogateway.api.common import GatewayView
 from mogateway.api.console import install_console
+from mogateway.api.headers import SecurityHeaders
 from mogateway.api.limits import BodyLimit
 from mogateway.api.openapi import Health, documented, install_openapi
 from mogateway.api.problems import install_handlers
@@ -55,7 +57,8 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
         docs_url=None,  # served by api.apidocs from the package's own assets (no CDN)
         redoc_url=None,
     )
-    app.state.gateway = gateway
+    view: GatewayView = gateway  # what the handlers may use of it (api.common), checked by mypy
+    app.state.gateway = view
     install_handlers(app)
     app.include_router(ingest.router)
     app.include_router(admin.router)
@@ -77,9 +80,10 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
         return Response(orjson.dumps(gateway.health()), media_type="application/json")
 
     s = gateway.settings
-    return BodyLimit(
+    limited = BodyLimit(
         app,
         s.max_body_bytes,
         {"/v1/inbound/batch": s.max_batch_bytes},
         per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
     )
+    return SecurityHeaders(limited)  # nosniff, no framing, a CSP on every answer (api.headers)

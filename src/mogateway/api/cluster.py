@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from mogateway.api.auth import require_token
+from mogateway.api.common import AdminRoute, gateway_of, json_response
 from mogateway.api.openapi import NodeList, documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.isotime import iso
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=AdminRoute)
 
 
 @router.get(
@@ -25,9 +23,7 @@ router = APIRouter(tags=["operations"])
     **documented(503, ok=NodeList),
 )
 async def list_nodes(request: Request) -> Response:
-    gateway: Any = request.app.state.gateway
-    require_token(request, gateway.admin_token, "admin")
-    cluster = getattr(gateway, "cluster", None)
+    cluster = gateway_of(request).cluster
     if cluster is None:
         raise ApiProblem(503, "the gateway is not started", kind="unavailable")
     nodes = []
@@ -38,4 +34,4 @@ async def list_nodes(request: Request) -> Response:
         doc["self"] = node.name == cluster.name
         nodes.append(doc)
     body = {"node": cluster.name, "count": len(nodes), "nodes": nodes}
-    return Response(orjson.dumps(body), media_type="application/json")
+    return json_response(body)

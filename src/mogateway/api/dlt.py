@@ -22,12 +22,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from mogateway.api.auth import require_token
+from mogateway.api.common import AdminRoute, client_of, gateway_of, json_response
 from mogateway.api.openapi import CheckOut, ImportReport, TemplateList, TemplateOut, documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.clients import ClientRecord
@@ -45,7 +44,8 @@ __all__ = [
     "with_client_fields",
 ]
 
-router = APIRouter(tags=["admin: DLT"])
+#: Every route answers only to the admin token, checked before the body is read (api.common).
+router = APIRouter(tags=["admin: DLT"], route_class=AdminRoute)
 
 #: The client fields this module owns.
 CLIENT_FIELDS: Final = ("dlt_pe_id", "dlt_enforce")
@@ -111,24 +111,6 @@ class CheckIn(BaseModel):
     text: str = Field(max_length=10_000)
 
 
-def _admin(request: Request) -> Any:
-    gateway = request.app.state.gateway
-    require_token(request, gateway.admin_token, "admin")
-    return gateway
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
-
-
-async def _client(gateway: Any, client_id: str) -> ClientRecord:
-    await gateway.registry.load()  # another node may have changed it a moment ago
-    client: ClientRecord | None = gateway.registry.get(client_id)
-    if client is None:
-        raise ApiProblem(404, f"no client {client_id}", kind="not-found")
-    return client
-
-
 def _invalid(exc: DltInvalid) -> ApiProblem:
     return ApiProblem(422, str(exc), kind="invalid-field", field=exc.field, reason=exc.reason)
 
@@ -170,8 +152,8 @@ def _too_many(count: int) -> ApiProblem:
     **documented(404, ok=TemplateList),
 )
 async def list_templates(request: Request, client_id: str) -> Response:
-    gateway = _admin(request)
-    return _json(_list_json(await _client(gateway, client_id)))
+    gateway = gateway_of(request)
+    return json_response(_list_json(await client_of(gateway, client_id)))
 
 
 @router.post(
@@ -183,8 +165,8 @@ async def list_templates(request: Request, client_id: str) -> Response:
     **documented(400, 404, 409, 413, 422, ok=TemplateOut, status=201, also={200: TemplateOut}),
 )
 async def add_template(request: Request, client_id: str, body: TemplateIn) -> Response:
-    gateway = _admin(request)
-    client = await _client(gateway, client_id)
+    gateway = gateway_of(request)
+    client = await client_of(gateway, client_id)
     try:
         parsed = parse_template(body.template_id, body.text, unescape_newlines=client.unescape_newlines)
         stored = StoredTemplate(
@@ -216,8 +198,8 @@ async def add_template(request: Request, client_id: str, body: TemplateIn) -> Re
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
     existing = outcome["existing"]
     if existing is not None:
-        return _json(_template_json(existing, parsed), 200)
-    return _json(_template_json(stored, parsed), 201)
+        return json_response(_template_json(existing, parsed), 200)
+    return json_response(_template_json(stored, parsed), 201)
 
 
 @router.delete(
@@ -227,8 +209,8 @@ async def add_template(request: Request, client_id: str, body: TemplateIn) -> Re
     **documented(404),
 )
 async def delete_template(request: Request, client_id: str, template_id: str) -> Response:
-    gateway = _admin(request)
-    await _client(gateway, client_id)
+    gateway = gateway_of(request)
+    await client_of(gateway, client_id)
 
     def edit(current: ClientRecord) -> ClientRecord:
         profile = DltProfile.of(current)
@@ -257,8 +239,8 @@ async def delete_template(request: Request, client_id: str, template_id: str) ->
 async def import_templates(
     request: Request, client_id: str, replace: bool = False, dry_run: bool = False
 ) -> Response:
-    gateway = _admin(request)
-    client = await _client(gateway, client_id)
+    gateway = gateway_of(request)
+    client = await client_of(gateway, client_id)
     try:
         text = decode_csv(await request.body())
         found = read_dlt_csv(
@@ -299,7 +281,7 @@ async def import_templates(
 
     if await gateway.registry.change(client_id, edit) is None:
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
-    return _json(
+    return json_response(
         {
             "client_id": client_id,
             "dry_run": dry_run,
@@ -321,8 +303,8 @@ async def import_templates(
     **documented(400, 404, 413, 422, ok=CheckOut),
 )
 async def check_reply(request: Request, client_id: str, body: CheckIn) -> Response:
-    gateway = _admin(request)
-    client = await _client(gateway, client_id)
+    gateway = gateway_of(request)
+    client = await client_of(gateway, client_id)
     profile = DltProfile.of(client)
     templates = compile_templates(
         profile.templates,
@@ -333,7 +315,7 @@ async def check_reply(request: Request, client_id: str, body: CheckIn) -> Respon
     verdict = "matched" if found else ("blocked" if profile.enforce else "unmatched")
     if profile.pe_id is None:
         verdict = "not_applied"  # DLT applies to a client with a PE id only
-    return _json(
+    return json_response(
         {
             "client_id": client.id,
             "verdict": verdict,

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from mogateway.api.auth import require_token
+from mogateway.api.common import GatewayView, gateway_of, json_response
 from mogateway.api.openapi import INGEST, BatchOut, StoredOut, documented
 from mogateway.api.problems import ApiProblem, problem
 from mogateway.core.message import Arrival, Message, Rejection
@@ -115,10 +116,10 @@ async def _json_body(request: Request) -> Any:
         raise ApiProblem(400, f"body is not valid JSON: {exc}", kind="invalid-json") from None
 
 
-async def _accept(gateway: Any, items: list[Arrival]) -> list[Stored]:
+async def _accept(gateway: GatewayView, items: list[Arrival]) -> list[Stored]:
     """Intake, with a storage failure turned into 503: nothing was acknowledged, send it again."""
     try:
-        results: list[Stored] = await gateway.intake.accept(items)
+        results = await gateway.intake.accept(items)
     except Exception as exc:
         if not isinstance(exc, JournalUnavailable):  # that one is logged already, rate-limited
             log.error("could not store %d pushed MOs: %s: %s", len(items), type(exc).__name__, exc)
@@ -127,10 +128,6 @@ async def _accept(gateway: Any, items: list[Arrival]) -> list[Stored]:
             detail = f"nothing was accepted: {exc}; send it again later"
         raise ApiProblem(503, detail, kind="unavailable") from None
     return results
-
-
-def _json(data: Any, status: int) -> Response:
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
 
 #: One MO as an operator pushes it (the JSON schema of what :func:`arrival_from_json` reads).
@@ -197,7 +194,7 @@ _REJECTED = (
     **documented(*_PROBLEMS, auth=INGEST, ok=StoredOut, status=202, body=_json_body_of(MO_SCHEMA)),
 )
 async def inbound(request: Request) -> Response:
-    gateway = request.app.state.gateway
+    gateway = gateway_of(request)
     require_token(request, gateway.ingest_token, "ingest")
     item = arrival_from_json(await _json_body(request))
     if isinstance(item, tuple):
@@ -216,7 +213,7 @@ async def inbound(request: Request) -> Response:
             state=result.state.value,
             duplicate=result.duplicate,
         )
-    return _json(_result_json(result), 202)
+    return json_response(_result_json(result), 202)
 
 
 @router.post(
@@ -227,7 +224,7 @@ async def inbound(request: Request) -> Response:
     **documented(*_PROBLEMS, auth=INGEST, ok=BatchOut, body=_json_body_of(BATCH_SCHEMA)),
 )
 async def inbound_batch(request: Request) -> Response:
-    gateway = request.app.state.gateway
+    gateway = gateway_of(request)
     require_token(request, gateway.ingest_token, "ingest")
     data = await _json_body(request)
     if isinstance(data, dict) and isinstance(data.get("items"), list):
@@ -256,4 +253,4 @@ async def inbound_batch(request: Request) -> Response:
             counts["rejected"] += 1
         else:
             counts["accepted"] += 1
-    return _json({**counts, "results": results}, 200)
+    return json_response({**counts, "results": results}, 200)

@@ -36,9 +36,7 @@ def timeline_json(events: list[Event]) -> list[dict[str, Any]]:
             out.append({"at": iso(routed_at), "event": "routed", **client})
             for attempt in data.pop("attempts", []):
                 attempt = dict(attempt)
-                out.append(
-                    {"at": iso(attempt.pop("at", routed_at)), "event": "attempt", **attempt}
-                )
+                out.append({"at": iso(attempt.pop("at", routed_at)), "event": "attempt", **attempt})
         out.append({"at": iso(ev.at), "event": ev.kind.value, **data})
     return out
 

@@ -39,6 +39,7 @@ import asyncio
 import logging
 import resource
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import orjson
@@ -285,13 +286,28 @@ def connection_cap(wanted: int, open_files: int) -> int:
     return max(8, min(wanted, open_files // 2))
 
 
-def server_config(app: Any, *, host: str, port: int, limits: Limits, **options: Any) -> uvicorn.Config:
-    """uvicorn's configuration for the gateway's API with the guarded httptools protocol."""
+def server_config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    limits: Limits,
+    trusted_proxies: Sequence[str] = (),
+    **options: Any,
+) -> uvicorn.Config:
+    """uvicorn's configuration for the gateway's API with the guarded httptools protocol.
+
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed only from ``trusted_proxies`` (the
+    setting): uvicorn's own default trusts them from 127.0.0.1 (or ``$FORWARDED_ALLOW_IPS``), which would
+    let any local process, or a proxy passing the header through, choose the client address the
+    console's sign-in throttle counts."""
     return uvicorn.Config(
         app,
         host=host,
         port=port,
         http=protocol_class(limits),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies) or None,
         **options,
     )

@@ -3,20 +3,17 @@ own tools. Computed from rollups (service.stats), so polling it every second cos
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from mogateway.api.auth import require_token
+from mogateway.api.common import AdminRoute, gateway_of, json_response
 from mogateway.api.openapi import Stats, documented
 from mogateway.api.problems import ApiProblem
 from mogateway.service.stats import WindowError
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=AdminRoute)
 
 
 def window_pattern(max_days: int) -> str:
@@ -37,12 +34,11 @@ async def stats(
     request: Request,
     window: str = Query("1h", json_schema_extra={"pattern": "^(today|[0-9]{1,6}[smhd])$"}),
 ) -> Response:
-    gateway: Any = request.app.state.gateway
-    require_token(request, gateway.admin_token, "admin")
+    gateway = gateway_of(request)
     if gateway.stats is None:
         raise ApiProblem(503, "the gateway is not started", kind="unavailable")
     try:
         doc = await gateway.stats.snapshot(window)
     except WindowError as exc:
         raise ApiProblem(422, str(exc), kind="invalid-field", field="window") from None
-    return Response(orjson.dumps(doc), media_type="application/json")
+    return json_response(doc)

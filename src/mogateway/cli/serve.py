@@ -78,6 +78,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
         host=settings.host,
         port=settings.port,
         limits=limits,
+        trusted_proxies=settings.trusted_proxies,
         lifespan="off",
         access_log=False,
         log_config=None,

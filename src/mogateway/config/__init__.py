@@ -10,12 +10,13 @@ shape — never the other way round).
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mogateway.config.secret_key import parse_key
 from mogateway.config.smpp import SmppSettings
@@ -45,6 +46,9 @@ class Settings(BaseSettings):
     tokens_file: Path | None = None
     allow_private_callbacks: bool = False
     metrics_public: bool = False
+    # Proxies whose X-Forwarded-For/-Proto are believed (addresses or networks); none by default, so a
+    # client cannot pick the address the console's sign-in throttle counts. Comma-separated in the env.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     workers: int = Field(0, ge=0, le=256)
     max_inflight: int = Field(1000, ge=1, le=100_000)
@@ -110,6 +114,18 @@ class Settings(BaseSettings):
     def _reply_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL template")
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        for entry in value if isinstance(value, list) else []:
+            try:
+                ipaddress.ip_network(str(entry), strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
         return value
 
     @field_validator("admin_token", "ingest_token")

@@ -40,6 +40,7 @@ __all__ = [
     "TransportError",
     "ClientStore",
     "QueueEntry",
+    "ConsoleSessionStore",
     "Journal",
     "MessageFilter",
     "MessageHistory",
@@ -288,10 +289,40 @@ class StatsStore(Protocol):
         ...
 
 
+class ConsoleSessionStore(Protocol):
+    """The console's signed-in sessions and failed sign-ins, kept in the journal so that every worker
+    and every node sees the same ones (``edges.storage.console_sessions``; the rules are in
+    ``api.console.sessions``). A session is known by a hash of its id only, never the id itself."""
+
+    async def add_session(self, key: str, expires_at: float, now: float, keep: int) -> None:
+        """Keep a new session; forget the expired ones, and beyond ``keep`` those expiring soonest."""
+        ...
+
+    async def session(self, key: str, now: float) -> tuple[float, str] | None:
+        """(expires_at, flashes) of the session ``key`` unless it is unknown or expired at ``now``."""
+        ...
+
+    async def set_flashes(self, key: str, flashes: str) -> None: ...
+
+    async def end_session(self, key: str) -> None: ...
+
+    async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]:
+        """(failed sign-ins from ``address`` after ``since``, the time of the oldest of them)."""
+        ...
+
+    async def add_signin_failure(self, address: str, at: float, forget_before: float, keep: int) -> None:
+        """Count one failure; forget those at or before ``forget_before`` and the oldest beyond ``keep``."""
+        ...
+
+
 class Journal(MessageStore, MessageHistory, ReceiptStore, ClientStore, SettingStore, StatsStore, Protocol):
     """Everything durable, in one engine (SQLite, PostgreSQL)."""
 
     async def open(self) -> None: ...
+
+    def console_sessions(self) -> ConsoleSessionStore:
+        """The console's sessions and sign-in throttle, kept in this journal."""
+        ...
 
     async def close(self) -> None: ...
 

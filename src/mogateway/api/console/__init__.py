@@ -7,17 +7,16 @@ off with the ``console`` setting. See docs/console.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
 
+from mogateway.api.common import GatewayView
 from mogateway.api.console import clients, messages, pages, signin
 from mogateway.api.console.web import ConsoleState
 
 __all__ = ["install_console"]
 
 
-def install_console(app: FastAPI, gateway: Any) -> None:
+def install_console(app: FastAPI, gateway: GatewayView) -> None:
     """Add the console's routes to ``app`` unless the ``console`` setting is off."""
     if not gateway.settings.console:
         return

@@ -17,6 +17,7 @@ from mogateway.api.console.web import (
     inline,
     not_found,
     page_context,
+    path,
     redirect,
     session_of,
     split_words,
@@ -37,9 +38,9 @@ async def _clients_page(
 ) -> Response:
     state = state_of(request)
     _, listing = await state.api("GET", "/v1/clients")
-    stats = await state.gateway.stats.snapshot("1h")
+    stats = await state.stats.snapshot("1h")
     figures = {c["id"]: c for c in stats["clients"]}
-    context = page_context(
+    context = await page_context(
         request,
         session,
         "clients",
@@ -53,7 +54,7 @@ async def _clients_page(
 
 @router.get("/clients")
 async def clients(request: Request) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
     return await _clients_page(request, session)
@@ -83,24 +84,26 @@ async def create_client(request: Request) -> Response:
     status, data = await state_of(request).api("POST", "/v1/clients", json=_client_body(form, partial=False))
     if status != 201:
         return await _clients_page(request, session, error=data["detail"], form=form)
-    session.flash("token", f"Client {data['name']} added.", client=data["name"], token=data["token"])
-    return redirect(f"/console/clients#client-{data['id']}")
+    await state_of(request).sessions.flash(
+        session, "token", f"Client {data['name']} added.", client=data["name"], token=data["token"]
+    )
+    return redirect(path("/console/clients#client-{}", data["id"]))
 
 
 async def _client_or_none(request: Request, client_id: str) -> dict[str, Any] | None:
-    status, data = await state_of(request).api("GET", f"/v1/clients/{client_id}")
+    status, data = await state_of(request).api("GET", path("/v1/clients/{}", client_id))
     return data if status == 200 else None
 
 
 @router.get("/clients/{client_id}")
 async def edit_client_page(request: Request, client_id: str) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
     client = await _client_or_none(request, client_id)
     if client is None:
-        return not_found(request, session, "clients", f"client {client_id}")
-    return html("client_edit.html", page_context(request, session, "clients", client=client, form=None))
+        return await not_found(request, session, "clients", f"client {client_id}")
+    return html("client_edit.html", await page_context(request, session, "clients", client=client, form=None))
 
 
 @router.post("/clients/{client_id}")
@@ -110,16 +113,18 @@ async def edit_client(request: Request, client_id: str) -> Response:
         return guarded
     session, form = guarded
     state = state_of(request)
-    status, data = await state.api("PATCH", f"/v1/clients/{client_id}", json=_client_body(form, partial=True))
+    status, data = await state.api(
+        "PATCH", path("/v1/clients/{}", client_id), json=_client_body(form, partial=True)
+    )
     if status == 404:
-        return not_found(request, session, "clients", f"client {client_id}")
+        return await not_found(request, session, "clients", f"client {client_id}")
     if status != 200:
         client = await _client_or_none(request, client_id)
-        context = page_context(request, session, "clients", client=client, form=form)
+        context = await page_context(request, session, "clients", client=client, form=form)
         context["error"] = data["detail"]
         return html("client_edit.html", context, status=422)
-    session.flash("info", f"Client {data['name']} saved.")
-    return redirect(f"/console/clients#client-{client_id}")
+    await state_of(request).sessions.flash(session, "info", f"Client {data['name']} saved.")
+    return redirect(path("/console/clients#client-{}", client_id))
 
 
 @router.post("/clients/{client_id}/token")
@@ -128,27 +133,28 @@ async def rotate_token(request: Request, client_id: str) -> Response:
     if isinstance(guarded, Response):
         return guarded
     session, _ = guarded
-    status, data = await state_of(request).api("POST", f"/v1/clients/{client_id}/token")
+    status, data = await state_of(request).api("POST", path("/v1/clients/{}/token", client_id))
     if status != 200:
-        return not_found(request, session, "clients", f"client {client_id}")
-    session.flash(
+        return await not_found(request, session, "clients", f"client {client_id}")
+    await state_of(request).sessions.flash(
+        session,
         "token",
         f"New token of {data['name']}; the old one no longer works.",
         client=data["name"],
         token=data["token"],
     )
-    return redirect(f"/console/clients#client-{client_id}")
+    return redirect(path("/console/clients#client-{}", client_id))
 
 
 @router.get("/clients/{client_id}/remove")
 async def remove_client_page(request: Request, client_id: str) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
     client = await _client_or_none(request, client_id)
     if client is None:
-        return not_found(request, session, "clients", f"client {client_id}")
-    return html("client_remove.html", page_context(request, session, "clients", client=client))
+        return await not_found(request, session, "clients", f"client {client_id}")
+    return html("client_remove.html", await page_context(request, session, "clients", client=client))
 
 
 @router.post("/clients/{client_id}/remove")
@@ -159,10 +165,10 @@ async def remove_client(request: Request, client_id: str) -> Response:
     session, _ = guarded
     state = state_of(request)
     client = await _client_or_none(request, client_id)
-    status, _ = await state.api("DELETE", f"/v1/clients/{client_id}")
+    status, _ = await state.api("DELETE", path("/v1/clients/{}", client_id))
     if status != 204 or client is None:
-        return not_found(request, session, "clients", f"client {client_id}")
-    session.flash("info", f"Client {client['name']} removed.")
+        return await not_found(request, session, "clients", f"client {client_id}")
+    await state_of(request).sessions.flash(session, "info", f"Client {client['name']} removed.")
     return redirect("/console/clients")
 
 
@@ -176,7 +182,7 @@ async def test_mo(request: Request, client_id: str) -> Response:
     state = state_of(request)
     client = await _client_or_none(request, client_id)
     if client is None:
-        return not_found(request, session, "clients", f"client {client_id}")
+        return await not_found(request, session, "clients", f"client {client_id}")
     body = {
         "shortcode": form.get("shortcode") or client["shortcodes"][0],
         "msisdn": form.get("msisdn", "").strip(),
@@ -189,7 +195,7 @@ async def test_mo(request: Request, client_id: str) -> Response:
     else:
         deadline = time.monotonic() + float(client["timeout_s"]) + _TEST_EXTRA_WAIT_S
         while True:
-            _, message = await state.api("GET", f"/v1/messages/{data['id']}")
+            _, message = await state.api("GET", path("/v1/messages/{}", data["id"]))
             if message["state"] in FINAL_STATES or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
@@ -197,5 +203,5 @@ async def test_mo(request: Request, client_id: str) -> Response:
         result["summary"] = summarize(message)
     if inline(request):
         return html("_test_result.html", {"result": result})
-    session.flash("test", "Test MO sent.", result=result)
-    return redirect(f"/console/clients#client-{client_id}")
+    await state_of(request).sessions.flash(session, "test", "Test MO sent.", result=result)
+    return redirect(path("/console/clients#client-{}", client_id))

@@ -14,6 +14,7 @@ from mogateway.api.console.web import (
     guard,
     not_found,
     page_context,
+    path,
     redirect,
     session_of,
     state_of,
@@ -38,7 +39,7 @@ def _local_iso(value: str, field: str) -> str | None:
 
 @router.get("/messages")
 async def messages(request: Request) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
     state = state_of(request)
@@ -70,7 +71,7 @@ async def messages(request: Request) -> Response:
     next_url = None
     if found.get("next"):
         next_url = "/console/messages?" + urlencode({**query, "before": found["next"]})
-    context = page_context(
+    context = await page_context(
         request,
         session,
         "messages",
@@ -111,13 +112,13 @@ def event_details(event: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @router.get("/messages/{message_id}")
 async def message_page(request: Request, message_id: str) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
-    status, message = await state_of(request).api("GET", f"/v1/messages/{message_id}")
+    status, message = await state_of(request).api("GET", path("/v1/messages/{}", message_id))
     if status != 200:
-        return not_found(request, session, "messages", f"message {message_id}")
-    context = page_context(
+        return await not_found(request, session, "messages", f"message {message_id}")
+    context = await page_context(
         request,
         session,
         "messages",
@@ -135,11 +136,13 @@ async def replay(request: Request, message_id: str) -> Response:
     if isinstance(guarded, Response):
         return guarded
     session, _ = guarded
-    status, data = await state_of(request).api("POST", f"/v1/messages/{message_id}/replay")
+    status, data = await state_of(request).api("POST", path("/v1/messages/{}/replay", message_id))
     if status == 202:
-        session.flash("info", "Replayed: the message is queued and its callback will be called again.")
+        await state_of(request).sessions.flash(
+            session, "info", "Replayed: the message is queued and its callback will be called again."
+        )
     elif status == 404:
-        return not_found(request, session, "messages", f"message {message_id}")
+        return await not_found(request, session, "messages", f"message {message_id}")
     else:
-        session.flash("error", data["detail"])
-    return redirect(f"/console/messages/{message_id}")
+        await state_of(request).sessions.flash(session, "error", data["detail"])
+    return redirect(path("/console/messages/{}", message_id))

@@ -28,38 +28,38 @@ _STREAM_S = 55  # a live stream ends after this and the browser reconnects: none
 
 @router.get("/")
 async def overview(request: Request) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
-    stats = await state_of(request).gateway.stats.snapshot("today")
-    return html("overview.html", page_context(request, session, "overview", stats=stats))
+    stats = await state_of(request).stats.snapshot("today")
+    return html("overview.html", await page_context(request, session, "overview", stats=stats))
 
 
 @router.get("/binds")
 async def binds(request: Request) -> Response:
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
-    live = await state_of(request).gateway.stats.live()
-    return html("binds.html", page_context(request, session, "binds", live=live))
+    live = await state_of(request).live()
+    return html("binds.html", await page_context(request, session, "binds", live=live))
 
 
 async def fragments(state: ConsoleState, page: str) -> dict[str, str]:
     """The parts of ``page`` that change by themselves, rendered: element id -> inner HTML."""
-    stats = state.gateway.stats
+    stats = state.stats
     if page == "overview":
         doc = await stats.snapshot("today")
         return {
             "traffic": render("_traffic.html", {"stats": doc}),
             "figures": render("_figures.html", {"stats": doc}),
         }
-    return {"binds-live": render("_binds.html", {"live": await stats.live()})}
+    return {"binds-live": render("_binds.html", {"live": await state.live()})}
 
 
 @router.get("/live/{page}")
 async def live(request: Request, page: str) -> Response:
     """Server-Sent Events: the page's live fragments every second (each an event of JSON)."""
-    session = session_of(request)
+    session = await session_of(request)
     if session is None or page not in ("overview", "binds"):
         return Response(status_code=401 if session is None else 404, headers={"cache-control": "no-store"})
     state = state_of(request)
@@ -68,7 +68,8 @@ async def live(request: Request, page: str) -> Response:
     async def events() -> AsyncIterator[bytes]:
         yield b"retry: 2000\n\n"
         ends = time.monotonic() + _STREAM_S
-        while time.monotonic() < ends and state.sessions.get(session_id) is not None:
+        # Signed out (through any worker or node): the stream ends within a second.
+        while time.monotonic() < ends and await state.sessions.get(session_id) is not None:
             data = orjson.dumps({"fragments": await fragments(state, page)})
             yield b"data: " + data + b"\n\n"
             await asyncio.sleep(1.0)

@@ -4,31 +4,51 @@ Rules:
 
 * A session is created only by signing in with the admin token, compared in constant time (both sides
   hashed first, so not even the token's length leaks). Its id is 256 random bits, sent in an HttpOnly,
-  SameSite=Strict cookie scoped to ``/console`` that expires with the session; sign-out ends it here.
-* Sessions live in this node's memory: a restart signs everyone out, and behind a load balancer a
-  cluster needs sticky sessions (or one sign-in per node).
-* Every state-changing form carries the session's CSRF token, checked in constant time; the sign-in
-  form, which has no session yet, carries a token matching a short-lived cookie of its own.
-* Failed sign-ins are throttled per client address: past the limit every attempt from that address is
-  refused, right or wrong, until its oldest failure ages out. There is no limit over all addresses: it
-  would let anyone lock the operators out, and would not slow a guesser who can try tokens on the API
-  itself (a token of 16 characters or more is out of reach of guessing either way).
+  SameSite=Strict cookie scoped to ``/console`` that expires with the session.
+* Sessions live in the journal (``edges.storage.console_sessions``), so every worker process and every
+  node of a cluster honours the same ones, and a restart signs nobody out. Sign-out deletes the row:
+  the session ends everywhere at once. The journal holds a SHA-256 of the id, never the id: reading
+  the journal (or a backup of it) gives no session. Expired sessions are deleted at each sign-in, and
+  at most :data:`MAX_SESSIONS` are kept (past it, those expiring soonest go).
+* The CSRF token of a session is derived from its id (an HMAC), so every worker knows it without
+  storing it, and it cannot be computed from the journal. Every state-changing form carries it,
+  checked in constant time; the sign-in form, which has no session yet, carries a token matching a
+  short-lived cookie of its own.
+* What a page has to say on the next page only (a client's new token, shown once) is kept on the
+  session row, encrypted (AES-256-GCM) under a key derived from the session id: only the browser
+  holding the cookie can have it read. It is deleted once shown.
+* Failed sign-ins are throttled per client address, counted in the journal, so five failures are five
+  over all workers and nodes: past the limit every attempt from that address is refused, right or
+  wrong, until its oldest failure ages out. The address is the peer's, or what a trusted proxy says
+  (the ``trusted_proxies`` setting; none by default). There is no limit over all addresses: it would
+  let anyone lock the operators out, and would not slow a guesser who can try tokens on the API itself
+  (a token of 16 characters or more is out of reach of guessing either way). Two attempts in flight at
+  the same moment may both be judged before either is counted; the throttle bounds guessing, it is not
+  an exact count.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import os
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Session", "SessionStore", "SignInThrottle", "same_secret"]
+import orjson
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-_MAX_SESSIONS = 10_000
+from mogateway.core.ports import ConsoleSessionStore
+
+__all__ = ["MAX_SESSIONS", "Session", "SessionStore", "SignInThrottle", "same_secret", "session_key"]
+
+MAX_SESSIONS = 10_000
+_MAX_FAILURE_ROWS = 10_000
 
 
 def same_secret(given: str, expected: str) -> bool:
@@ -38,89 +58,127 @@ def same_secret(given: str, expected: str) -> bool:
     )
 
 
+def session_key(session_id: str) -> str:
+    """What the journal keeps a session under: the SHA-256 of its id (hex)."""
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def _derived(session_id: str, purpose: bytes) -> bytes:
+    return hmac.new(session_id.encode("utf-8"), b"mogateway console " + purpose, hashlib.sha256).digest()
+
+
+def _csrf_of(session_id: str) -> str:
+    return base64.urlsafe_b64encode(_derived(session_id, b"csrf")).decode("ascii").rstrip("=")
+
+
 @dataclass(slots=True)
 class Session:
-    """One signed-in browser."""
+    """One signed-in browser, as read for one request."""
 
     id: str
-    csrf: str
     expires_at: float
-    #: Messages for the next page only (e.g. a client's new token, shown once), then forgotten.
+    #: Messages for the next page only, as read with the session (SessionStore.flash/take_flashes).
     flashes: list[dict[str, Any]] = field(default_factory=list)
 
-    def flash(self, kind: str, text: str, **extra: Any) -> None:
-        self.flashes.append({"kind": kind, "text": text, **extra})
+    @property
+    def key(self) -> str:
+        return session_key(self.id)
 
-    def take_flashes(self) -> list[dict[str, Any]]:
-        out, self.flashes = self.flashes, []
-        return out
+    @property
+    def csrf(self) -> str:
+        return _csrf_of(self.id)
 
 
 class SessionStore:
-    """The signed-in sessions of this node."""
+    """The console's sessions, in the journal (see the module's rules)."""
 
-    def __init__(self, lifetime_s: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: ConsoleSessionStore, lifetime_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.lifetime_s = lifetime_s
+        self._store = store
         self._clock = clock
-        self._sessions: dict[str, Session] = {}
 
-    def create(self) -> Session:
+    async def create(self) -> Session:
         now = self._clock()
-        self._purge(now)
-        if len(self._sessions) >= _MAX_SESSIONS:  # never grow without bound: the oldest goes
-            oldest = min(self._sessions.values(), key=lambda s: s.expires_at)
-            del self._sessions[oldest.id]
-        session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), now + self.lifetime_s)
-        self._sessions[session.id] = session
+        session = Session(secrets.token_urlsafe(32), now + self.lifetime_s)
+        await self._store.add_session(session.key, session.expires_at, now, MAX_SESSIONS)
         return session
 
-    def get(self, session_id: str | None) -> Session | None:
-        if not session_id:
+    async def get(self, session_id: str | None) -> Session | None:
+        if not session_id or len(session_id) > 100:
             return None
-        session = self._sessions.get(session_id)
-        if session is None:
+        found = await self._store.session(session_key(session_id), self._clock())
+        if found is None:
             return None
-        if session.expires_at <= self._clock():
-            del self._sessions[session_id]
-            return None
-        return session
+        expires_at, sealed = found
+        return Session(session_id, expires_at, _open_flashes(session_id, sealed))
 
-    def end(self, session_id: str | None) -> None:
+    async def end(self, session_id: str | None) -> None:
         if session_id:
-            self._sessions.pop(session_id, None)
+            await self._store.end_session(session_key(session_id))
 
-    def _purge(self, now: float) -> None:
-        for sid in [sid for sid, s in self._sessions.items() if s.expires_at <= now]:
-            del self._sessions[sid]
+    async def flash(self, session: Session, kind: str, text: str, **extra: Any) -> None:
+        """Keep a message for the session's next page (whichever worker serves it)."""
+        session.flashes.append({"kind": kind, "text": text, **extra})
+        await self._store.set_flashes(session.key, _seal_flashes(session.id, session.flashes))
+
+    async def take_flashes(self, session: Session) -> list[dict[str, Any]]:
+        """The messages kept for this page, forgotten as they are shown."""
+        out, session.flashes = session.flashes, []
+        if out:
+            await self._store.set_flashes(session.key, "")
+        return out
+
+
+def _box(session_id: str) -> AESGCM:
+    return AESGCM(_derived(session_id, b"flashes"))
+
+
+def _seal_flashes(session_id: str, flashes: list[dict[str, Any]]) -> str:
+    if not flashes:
+        return ""
+    nonce = os.urandom(12)
+    sealed = _box(session_id).encrypt(nonce, orjson.dumps(flashes), session_key(session_id).encode())
+    return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+
+def _open_flashes(session_id: str, stored: str) -> list[dict[str, Any]]:
+    if not stored:
+        return []
+    try:
+        raw = base64.urlsafe_b64decode(stored)
+        plain = _box(session_id).decrypt(raw[:12], raw[12:], session_key(session_id).encode())
+    except (InvalidTag, ValueError):
+        return []  # altered, or written by something else: nothing to show
+    flashes: list[dict[str, Any]] = orjson.loads(plain)
+    return flashes
 
 
 class SignInThrottle:
-    """At most ``per_address`` failed sign-ins per client address per ``window_s``."""
+    """At most ``per_address`` failed sign-ins per client address per ``window_s``, over every worker
+    and node (the failures are counted in the journal)."""
 
     def __init__(
-        self, per_address: int = 5, window_s: float = 300.0, clock: Callable[[], float] = time.monotonic
+        self,
+        store: ConsoleSessionStore,
+        per_address: int = 5,
+        window_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.per_address = per_address
         self.window_s = window_s
+        self._store = store
         self._clock = clock
-        self._by_address: dict[str, deque[float]] = {}
 
-    def wait_s(self, address: str) -> float:
+    async def wait_s(self, address: str) -> float:
         """0 when ``address`` may try now, else the seconds until it may."""
         now = self._clock()
-        failures = self._by_address.get(address)
-        if failures is None:
+        count, oldest = await self._store.signin_failures(address, now - self.window_s)
+        if count < self.per_address or oldest is None:
             return 0.0
-        while failures and failures[0] <= now - self.window_s:
-            failures.popleft()
-        if not failures:
-            del self._by_address[address]
-            return 0.0
-        return failures[0] + self.window_s - now if len(failures) >= self.per_address else 0.0
+        return max(oldest + self.window_s - now, 0.001)
 
-    def failed(self, address: str) -> None:
+    async def failed(self, address: str) -> None:
         now = self._clock()
-        if len(self._by_address) > 10_000:  # under a flood of addresses, forget the quiet ones
-            for key in [k for k, v in self._by_address.items() if not v or v[-1] <= now - self.window_s]:
-                del self._by_address[key]
-        self._by_address.setdefault(address, deque()).append(now)
+        await self._store.add_signin_failure(address, now, now - self.window_s, _MAX_FAILURE_ROWS)

@@ -35,7 +35,7 @@ async def console_root() -> Response:
 
 @router.get("/login")
 async def signin_page(request: Request, next: str | None = None) -> Response:
-    if session_of(request) is not None:
+    if await session_of(request) is not None:
         return redirect(safe_next(next))
     return _signin_form(request, next, None, 200)
 
@@ -64,14 +64,14 @@ async def signin(request: Request) -> Response:
     if not same_origin(request) or not expected or not same_secret(form.get("csrf", ""), expected):
         return _signin_form(request, next_, "The sign-in form had expired. Please try again.", 403)
     address = request.client.host if request.client else "?"
-    wait = state.throttle.wait_s(address)
+    wait = await state.throttle.wait_s(address)
     if wait > 0:
         message = f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds."
         return _signin_form(request, next_, message, 429)
     if not same_secret(form.get("token", "").strip(), state.gateway.admin_token):
-        state.throttle.failed(address)
+        await state.throttle.failed(address)
         return _signin_form(request, next_, "That is not the admin token.", 401)
-    session = state.sessions.create()
+    session = await state.sessions.create()
     response = redirect(safe_next(next_))
     response.set_cookie(
         COOKIE,
@@ -92,7 +92,7 @@ async def signout(request: Request) -> Response:
     if isinstance(guarded, Response):
         return guarded
     session, _ = guarded
-    state_of(request).sessions.end(session.id)
+    await state_of(request).sessions.end(session.id)
     response = redirect("/console/login")
     response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
     return response

@@ -19,14 +19,16 @@ Rules (every page module keeps them by going through these helpers):
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import httpx
 from fastapi import Request
 from starlette.responses import RedirectResponse, Response
 
+from mogateway.api.common import GatewayView
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
+from mogateway.service.stats import StatsService
 
 __all__ = [
     "COOKIE",
@@ -34,6 +36,7 @@ __all__ = [
     "guard",
     "inline",
     "not_found",
+    "path",
     "page_context",
     "read_form",
     "redirect",
@@ -50,13 +53,36 @@ COOKIE = "mogateway_console"
 
 
 class ConsoleState:
-    """What the console keeps on ``app.state.console``: sessions, the throttle, the in-process API."""
+    """What the console keeps on ``app.state.console``: sessions and the throttle (both in the journal,
+    shared by every worker and node), the in-process API."""
 
-    def __init__(self, app: Any, gateway: Any) -> None:
+    def __init__(self, app: Any, gateway: GatewayView) -> None:
         self.gateway = gateway
-        self.sessions = SessionStore(gateway.settings.console_session_minutes * 60)
-        self.throttle = SignInThrottle()
+        store = gateway.journal.console_sessions()
+        self.sessions = SessionStore(store, gateway.settings.console_session_minutes * 60)
+        self.throttle = SignInThrottle(store)
+        # httpx logs each request's URL at INFO, query string and all (numbers searched for): the
+        # gateway's logging keeps httpx to warnings (mogateway.logs).
         self._api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
+
+    @property
+    def stats(self) -> StatsService:
+        """The traffic figures (set once the gateway has started, which is before it serves)."""
+        stats = self.gateway.stats
+        if stats is None:
+            raise RuntimeError("the gateway is not started")
+        return stats
+
+    async def live(self) -> dict[str, Any]:
+        """What is true now (StatsService.live), with every bind of this gateway in detail: with
+        workers, a page is served by any of them, and each holds only some of the binds."""
+        live = await self.stats.live()
+        held = await self.gateway.live_binds()
+        names = {b["name"] for b in held}
+        order = {b["name"]: n for n, b in enumerate(live["binds"])}
+        others = [b for b in live["binds"] if b["name"] not in names]  # other nodes' (a cluster)
+        live["binds"] = sorted(held, key=lambda b: order.get(b["name"], len(order))) + others
+        return live
 
     async def api(
         self,
@@ -67,7 +93,7 @@ class ConsoleState:
         params: dict[str, Any] | None = None,
         ingest: bool = False,
     ) -> tuple[int, Any]:
-        """Call the gateway's own API; (status, JSON body or None)."""
+        """Call the gateway's own API; (status, JSON body or None). Build ``path`` with :func:`path`."""
         token = self.gateway.ingest_token if ingest else self.gateway.admin_token
         resp = await self._api.request(
             method,
@@ -84,8 +110,14 @@ def state_of(request: Request) -> ConsoleState:
     return state
 
 
-def session_of(request: Request) -> Session | None:
-    return state_of(request).sessions.get(request.cookies.get(COOKIE))
+async def session_of(request: Request) -> Session | None:
+    return await state_of(request).sessions.get(request.cookies.get(COOKIE))
+
+
+def path(template: str, *ids: str) -> str:
+    """``template`` (``"/v1/clients/{}/token"``) with ids taken from a console URL, each quoted whole: an
+    id ``x?y=1`` stays one path segment (``x%3Fy%3D1``), never a query or another path."""
+    return template.format(*(quote(value, safe="") for value in ids))
 
 
 def redirect(url: str) -> RedirectResponse:
@@ -129,7 +161,7 @@ def refused(request: Request, reason: str) -> Response:
 
 async def guard(request: Request) -> tuple[Session, dict[str, str]] | Response:
     """The session and form of a state-changing POST, or the response refusing it."""
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return to_signin(request)
     form = await read_form(request)
@@ -140,13 +172,14 @@ async def guard(request: Request) -> tuple[Session, dict[str, str]] | Response:
     return session, form
 
 
-def page_context(request: Request, session: Session, page: str, **extra: Any) -> dict[str, Any]:
-    gateway = state_of(request).gateway
+async def page_context(request: Request, session: Session, page: str, **extra: Any) -> dict[str, Any]:
+    state = state_of(request)
+    gateway = state.gateway
     return {
         "page": page,
         "csrf": session.csrf,
         "node": gateway.stats.node if gateway.stats is not None else "",
-        "flashes": session.take_flashes(),
+        "flashes": await state.sessions.take_flashes(session),
         "error": None,
         **extra,
     }
@@ -156,8 +189,8 @@ def inline(request: Request) -> bool:
     return request.headers.get("x-console-fetch") == "1"
 
 
-def not_found(request: Request, session: Session, page: str, what: str) -> Response:
-    return html("not_found.html", page_context(request, session, page, what=what), status=404)
+async def not_found(request: Request, session: Session, page: str, what: str) -> Response:
+    return html("not_found.html", await page_context(request, session, page, what=what), status=404)
 
 
 def split_words(text: str) -> list[str]:

@@ -33,6 +33,7 @@ from mogateway.core.repeats import find_repeats, repeat_lookups
 from mogateway.core.timeline import Change, Event, EventKind, State, Step, step_for
 from mogateway.edges.storage import migrations, schema
 from mogateway.edges.storage.client_documents import client_document, client_from_document
+from mogateway.edges.storage.console_sessions import PostgresConsoleSessions
 from mogateway.edges.storage.sealing import Sealer
 
 __all__ = ["PostgresJournal", "redact_url"]
@@ -566,6 +567,10 @@ class PostgresJournal:
             return str(await conn.fetchval("SELECT value FROM settings WHERE key=$1", key))
 
     # ------------------------------------------------------------------ stats
+
+    def console_sessions(self) -> PostgresConsoleSessions:
+        """The console's sessions and sign-in throttle, in this journal (storage/console_sessions.py)."""
+        return PostgresConsoleSessions(self._require_pool)
 
     async def write_stats(
         self, rows: Sequence[StatsRow], forget_before: Mapping[int, int] | None = None

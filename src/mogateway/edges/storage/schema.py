@@ -124,6 +124,18 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("kind", "TEXT NOT NULL", "text NOT NULL"),
         _c("count", "INTEGER NOT NULL", "bigint NOT NULL"),
     ),
+    # The console's sessions (a hash of the id, never the id) and failed sign-ins per address, shared
+    # by every worker and node (edges/storage/console_sessions.py; PostgreSQL: migration 0008).
+    "console_sessions": (
+        _c("id_hash", "TEXT NOT NULL", "text NOT NULL"),
+        _c("expires_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("flashes", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+    ),
+    "console_signin_failures": (
+        _c("address", "TEXT NOT NULL", "text NOT NULL"),
+        _c("at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("failures", "INTEGER NOT NULL", "integer NOT NULL"),
+    ),
 }
 
 #: The columns of a ``messages`` row, as :func:`message_row` orders them (a new row has all of them).
@@ -152,6 +164,8 @@ _PRIMARY_KEYS: Final = {
     "clients": "id",
     "settings": "key",
     "stats": "span, at, node, client, kind",
+    "console_sessions": "id_hash",
+    "console_signin_failures": "address, at",
 }
 # messages_msisdn_source: a store looks up the earlier MOs of a number with the same SMSC id or content
 # (the source ids "c:<digest>:*", core.repeats.repeat_lookups) with one seek; it also serves the search by
@@ -164,6 +178,8 @@ CREATE INDEX IF NOT EXISTS messages_msisdn_source ON messages (msisdn, source_id
 CREATE INDEX IF NOT EXISTS messages_shortcode ON messages (shortcode, received_at);
 CREATE INDEX IF NOT EXISTS message_states_unfinished ON message_states (owner, id) WHERE {UNFINISHED_SQL};
 CREATE INDEX IF NOT EXISTS events_message ON events (message_id, seq);
+CREATE INDEX IF NOT EXISTS console_sessions_expires ON console_sessions (expires_at);
+CREATE INDEX IF NOT EXISTS console_signin_failures_at ON console_signin_failures (at);
 """
 
 

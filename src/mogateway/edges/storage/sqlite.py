@@ -34,6 +34,7 @@ from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage import schema
 from mogateway.edges.storage.client_documents import client_document, client_from_document
+from mogateway.edges.storage.console_sessions import SqliteConsoleSessions
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite_batches import apply_batch, delivery_batch, store_batch
 from mogateway.edges.storage.sqlite_writer import Coalescer, Writer, connect
@@ -434,6 +435,12 @@ class SqliteJournal:
             return str(conn.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()[0])
 
         return await self._write(job)
+
+    # ------------------------------------------------------------------ console
+
+    def console_sessions(self) -> SqliteConsoleSessions:
+        """The console's sessions and sign-in throttle, in this journal (storage/console_sessions.py)."""
+        return SqliteConsoleSessions(self._write, self._read)
 
     # ------------------------------------------------------------------ stats
 

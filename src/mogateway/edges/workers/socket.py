@@ -8,6 +8,7 @@ describe     this worker as its heartbeat describes it (``NodeInfo``)    ``Worke
                                                                          ``/v1/nodes``, reply routing
 metrics      this process's Prometheus exposition                        ``/metrics`` on any worker
 binds        the status of the binds this worker holds                   ``GET /v1/binds`` on any worker
+live_binds   those binds with their live figures                         the console's Binds page
 clients      reloads the client registry from the journal; ``True``      a worker whose registry changed
 reply        sends a reply over one of this worker's binds               ``WorkerRequests`` (reply routing)
 dispatch     (embedded queue only) MOs this worker owns, to dispatch     a sibling's ``RoutedQueue``
@@ -44,6 +45,7 @@ class WorkerSocket:
         describe: Callable[[], NodeInfo],
         metrics: Callable[[], bytes],
         binds: Callable[[], SmppBinds | None],
+        live_binds: Callable[[], list[dict[str, Any]]],
         reload_clients: Callable[[], Awaitable[None]],
         dispatch: Handler | None = None,
     ) -> None:
@@ -51,11 +53,13 @@ class WorkerSocket:
         self._describe = describe
         self._metrics = metrics
         self._binds = binds
+        self._live_binds = live_binds
         self._reload_clients = reload_clients
         handlers: dict[str, Handler] = {
             "describe": self._answer_describe,
             "metrics": self._answer_metrics,
             "binds": self._answer_binds,
+            "live_binds": self._answer_live_binds,
             "clients": self._answer_clients,
             "reply": self._answer_reply,
         }
@@ -78,6 +82,9 @@ class WorkerSocket:
     async def _answer_binds(self, _args: Any) -> list[dict[str, Any]]:
         binds = self._binds()
         return binds.status() if binds is not None else []
+
+    async def _answer_live_binds(self, _args: Any) -> list[dict[str, Any]]:
+        return self._live_binds()
 
     async def _answer_clients(self, _args: Any) -> bool:
         await self._reload_clients()
