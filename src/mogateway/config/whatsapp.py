@@ -26,24 +26,13 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-__all__ = ["BUSINESS_NUMBER_RULE", "WhatsAppNumber", "WhatsAppSettings", "check_business_number"]
+from mogateway.core.message import check_business_number
 
-#: A WhatsApp business number as the gateway keys it: its digits with the country code, 11 to 15 of them
-#: (E.164 allows 15; at least 11 keeps it apart from a shortcode, which has at most 10).
-BUSINESS_NUMBER_RULE = "11 to 15 digits with the country code, not starting with 0"
-_BUSINESS_NUMBER = re.compile(r"\A[1-9][0-9]{10,14}\Z")
-_PUNCTUATION = str.maketrans("", "", " +-.()")
+__all__ = ["TOKEN_ENV_PREFIX", "WhatsAppNumber", "WhatsAppSettings"]
+
 _ID = re.compile(r"\A[0-9]{1,32}\Z")
 _VERSION = re.compile(r"\Av[0-9]{1,3}\.[0-9]{1,3}\Z")
 TOKEN_ENV_PREFIX = "MOGATEWAY_WHATSAPP_ACCESS_TOKEN_"
-
-
-def check_business_number(text: str) -> str:
-    """The digits of a business number (spaces, ``+``, dashes dropped); ValueError naming the rule."""
-    digits = text.translate(_PUNCTUATION)
-    if not _BUSINESS_NUMBER.match(digits):
-        raise ValueError(f"must be {BUSINESS_NUMBER_RULE}")
-    return digits
 
 
 class WhatsAppNumber(BaseModel):
