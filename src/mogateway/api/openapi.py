@@ -179,6 +179,7 @@ class ClientOut(BaseModel):
     id: str
     name: str
     shortcodes: list[str]
+    whatsapp_numbers: list[str] = []
     keywords: list[str]
     callback_url: str
     timeout_s: float
