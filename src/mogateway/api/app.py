@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, dlt, ingest, stats
+from mogateway.api import admin, cluster, dlt, ingest, stats, whatsapp
 from mogateway.api.apidocs import install_docs
 from mogateway.api.console import install_console
 from mogateway.api.limits import BodyLimit
@@ -62,6 +62,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
+    app.include_router(whatsapp.router)
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)
@@ -79,6 +80,6 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     return BodyLimit(
         app,
         s.max_body_bytes,
-        {"/v1/inbound/batch": s.max_batch_bytes},
+        {"/v1/inbound/batch": s.max_batch_bytes, whatsapp.WEBHOOK_PATH: s.max_batch_bytes},
         per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
     )

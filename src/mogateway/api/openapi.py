@@ -149,6 +149,7 @@ class MessageOut(BaseModel):
     id: str
     state: State
     origin: str
+    channel: Literal["sms", "whatsapp"] = "sms"
     source_id: str | None
     shortcode: str
     msisdn: str
