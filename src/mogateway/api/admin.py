@@ -10,7 +10,7 @@ from typing import Any, Literal
 import orjson
 from fastapi import APIRouter, Query, Request
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.config import JsonDict
 from starlette.responses import PlainTextResponse, Response
 
@@ -89,10 +89,17 @@ def _whatsapp_numbers(values: list[Any]) -> list[str]:
     return out
 
 
-def _some_route(model: Any) -> Any:
-    if not model.shortcodes and not model.whatsapp_numbers:
-        raise ValueError("shortcodes or whatsapp_numbers: at least one is required")
-    return model
+def _no_route() -> ApiProblem:
+    """A client with neither a shortcode nor a WhatsApp number: it could receive nothing."""
+    reason = "at least one shortcode or WhatsApp number (whatsapp_numbers) is required"
+    return ApiProblem(
+        422,
+        f"shortcodes: {reason}",
+        kind="invalid-field",
+        field="shortcodes",
+        reason=reason,
+        errors=[{"field": "shortcodes", "reason": reason}],
+    )
 
 
 def _keywords(values: list[str]) -> list[str]:
@@ -157,7 +164,6 @@ class ClientIn(BaseModel):
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: _shortcodes(v)))
     _wa = field_validator("whatsapp_numbers")(classmethod(lambda cls, v: _whatsapp_numbers(v)))
-    _routes = model_validator(mode="after")(_some_route)
     _kw = field_validator("keywords")(classmethod(lambda cls, v: _keywords(v)))
     _pe = field_validator("dlt_pe_id")(classmethod(lambda cls, v: dlt.valid_pe_id(v)))
     _url = field_validator("callback_url")(classmethod(lambda cls, v: _callback_url(v)))
@@ -241,6 +247,8 @@ def _conflict(exc: ClientConflict) -> ApiProblem:
 )
 async def create_client(request: Request, body: ClientIn) -> Response:
     gateway = _admin(request)
+    if not body.shortcodes and not body.whatsapp_numbers:
+        raise _no_route()
     await _check_url(gateway, body.callback_url)
     record = ClientRecord(
         id="",
@@ -326,13 +334,7 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
             signing.update(signing_secret="", previous_signing_secret="", previous_signing_until=0.0)
         edited = replace(current, **changes, **signing)
         if not edited.shortcodes and not edited.whatsapp_numbers:
-            raise ApiProblem(
-                422,
-                "shortcodes or whatsapp_numbers: at least one is required",
-                kind="invalid-field",
-                field="shortcodes",
-                reason="at least one shortcode or WhatsApp number is required",
-            )
+            raise _no_route()
         return dlt.with_client_fields(edited, dlt_changes)
 
     try:

@@ -34,6 +34,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import PlainTextResponse, Response
 
+from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.whatsapp import (
@@ -76,7 +77,38 @@ def _say(key: str, level: int, text: str, *args: Any) -> None:
         log.log(level, text + "%s", *args, _throttle.more(held))
 
 
-@router.get(WEBHOOK_PATH, summary="WhatsApp webhook subscription handshake (Meta calls it)")
+_TEXT: Final = {"text/plain": {"schema": {"type": "string"}}}
+_GET_DOC: Final = documented(404, auth=None, ok_content=_TEXT)
+_GET_DOC["responses"][403] = {
+    "description": "Not hub.mode=subscribe with the verify token.",
+    "content": _TEXT,
+}
+_ANSWER: Final = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "messages": {"type": "integer"},
+                "duplicates": {"type": "integer"},
+                "rejected": {"type": "integer"},
+                "statuses": {"type": "integer"},
+            },
+        }
+    }
+}
+_WEBHOOK_BODY: Final = {
+    "required": True,
+    "content": {"application/json": {"schema": {"type": "object", "description": "Meta's webhook, signed"}}},
+}
+
+
+@router.get(
+    WEBHOOK_PATH,
+    summary="WhatsApp webhook subscription handshake (Meta calls it)",
+    description="404 when the gateway serves no WhatsApp number ([whatsapp] is not set).",
+    **_GET_DOC,
+)
 async def webhook_handshake(request: Request) -> Response:
     _, wa = _settings(request)
     q = request.query_params
@@ -127,7 +159,13 @@ def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
     return Arrival(message, problem=problem, first_seen_ms=m.timestamp * 1000)
 
 
-@router.post(WEBHOOK_PATH, summary="WhatsApp webhook notifications (Meta calls it, signed)")
+@router.post(
+    WEBHOOK_PATH,
+    summary="WhatsApp webhook notifications (Meta calls it, signed with X-Hub-Signature-256)",
+    description="401 for a missing or wrong signature (nothing is stored); 404 when the gateway serves "
+    "no WhatsApp number; 503 when the journal could not store the messages (Meta delivers them again).",
+    **documented(400, 401, 404, 413, 503, auth=None, ok_content=_ANSWER, body=_WEBHOOK_BODY),
+)
 async def webhook(request: Request) -> Response:
     gateway, wa = _settings(request)
     body = await request.body()
