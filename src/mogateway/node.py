@@ -47,6 +47,7 @@ from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
+from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
 from mogateway.edges.workers.socket import WorkerSocket
@@ -174,6 +175,7 @@ class Gateway:
         self.ingest_token = ""
         self.started_at = 0.0
         self.smpp: SmppBinds | None = None
+        self.whatsapp: WhatsAppReplyChannel | None = None  # with a [whatsapp] table (api.whatsapp)
         self.dispatcher: Dispatcher | None = None
         self.replies: ReplyRouter | None = None
         self.replier: Replier | None = None
@@ -195,6 +197,9 @@ class Gateway:
         await self.queue.start()
         self._http = Http1Client(allow_private=s.allow_private_callbacks)
         self.replies = ReplyRouter(self._default_reply_channel())
+        if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
+            self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
+            self.replies.register("whatsapp", self.whatsapp)
         self.replier = Replier(
             self.journal,
             self.replies,
@@ -279,6 +284,8 @@ class Gateway:
             await self._http.close()
         if self._reply_session is not None:
             await self._reply_session.close()
+        if self.whatsapp is not None:
+            await self.whatsapp.aclose()
         await self.queue.close()
         await self.journal.close()
 

@@ -36,7 +36,12 @@ from mogateway.api.problems import ApiProblem
 from mogateway.api.render import iso, message_json
 from mogateway.core.callback_url import UrlRefused, normalize_callback_url
 from mogateway.core.clients import ClientRecord
-from mogateway.core.message import SHORTCODE_RULE, check_shortcode
+from mogateway.core.message import (
+    BUSINESS_NUMBER_RULE,
+    SHORTCODE_RULE,
+    check_business_number,
+    check_shortcode,
+)
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import MessageFilter
 from mogateway.core.timeline import State
@@ -68,6 +73,33 @@ def _shortcodes(values: list[Any]) -> list[str]:
         if text not in out:
             out.append(text)
     return out
+
+
+def _whatsapp_numbers(values: list[Any]) -> list[str]:
+    """WhatsApp business numbers as digits (``+91 98765 43210`` is ``919876543210``)."""
+    out: list[str] = []
+    for v in values:
+        text = str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else ""
+        try:
+            digits = check_business_number(text)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a WhatsApp number ({BUSINESS_NUMBER_RULE})") from None
+        if digits not in out:
+            out.append(digits)
+    return out
+
+
+def _no_route() -> ApiProblem:
+    """A client with neither a shortcode nor a WhatsApp number: it could receive nothing."""
+    reason = "at least one shortcode or WhatsApp number (whatsapp_numbers) is required"
+    return ApiProblem(
+        422,
+        f"shortcodes: {reason}",
+        kind="invalid-field",
+        field="shortcodes",
+        reason=reason,
+        errors=[{"field": "shortcodes", "reason": reason}],
+    )
 
 
 def _keywords(values: list[str]) -> list[str]:
@@ -104,6 +136,10 @@ _URL: JsonDict = {
     "description": "http or https; no spaces, control characters or credentials (percent-encode them)",
     "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s\x00-\x1f\x7f-\x9f]+$",
 }
+_WHATSAPP: JsonDict = {
+    "description": "WhatsApp business numbers (digits with the country code), routed like shortcodes",
+    "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+}
 _KEYWORDS: JsonDict = {"items": {"type": "string", "pattern": r"^\S{1,32}$"}}
 _PE_ID: JsonDict = {"pattern": "^[0-9]{19}$"}
 
@@ -112,7 +148,8 @@ class ClientIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=100)
-    shortcodes: list[Any] = Field(min_length=1, max_length=100, json_schema_extra=_SHORTCODES)
+    shortcodes: list[Any] = Field(default_factory=list, max_length=100, json_schema_extra=_SHORTCODES)
+    whatsapp_numbers: list[Any] = Field(default_factory=list, max_length=100, json_schema_extra=_WHATSAPP)
     callback_url: str = Field(min_length=8, max_length=2048, json_schema_extra=_URL)
     keywords: list[str] = Field(default_factory=list, max_length=100, json_schema_extra=_KEYWORDS)
     timeout_s: float = Field(30.0, ge=1, le=30)
@@ -126,6 +163,7 @@ class ClientIn(BaseModel):
     )
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: _shortcodes(v)))
+    _wa = field_validator("whatsapp_numbers")(classmethod(lambda cls, v: _whatsapp_numbers(v)))
     _kw = field_validator("keywords")(classmethod(lambda cls, v: _keywords(v)))
     _pe = field_validator("dlt_pe_id")(classmethod(lambda cls, v: dlt.valid_pe_id(v)))
     _url = field_validator("callback_url")(classmethod(lambda cls, v: _callback_url(v)))
@@ -135,7 +173,8 @@ class ClientPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, min_length=1, max_length=100)
-    shortcodes: list[Any] | None = Field(None, min_length=1, max_length=100, json_schema_extra=_SHORTCODES)
+    shortcodes: list[Any] | None = Field(None, max_length=100, json_schema_extra=_SHORTCODES)
+    whatsapp_numbers: list[Any] | None = Field(None, max_length=100, json_schema_extra=_WHATSAPP)
     callback_url: str | None = Field(None, min_length=8, max_length=2048, json_schema_extra=_URL)
     keywords: list[str] | None = Field(None, max_length=100, json_schema_extra=_KEYWORDS)
     timeout_s: float | None = Field(None, ge=1, le=30)
@@ -147,6 +186,9 @@ class ClientPatch(BaseModel):
     dlt_enforce: StrictBool | None = None
 
     _sc = field_validator("shortcodes")(classmethod(lambda cls, v: None if v is None else _shortcodes(v)))
+    _wa = field_validator("whatsapp_numbers")(
+        classmethod(lambda cls, v: None if v is None else _whatsapp_numbers(v))
+    )
     _kw = field_validator("keywords")(classmethod(lambda cls, v: None if v is None else _keywords(v)))
     _pe = field_validator("dlt_pe_id")(classmethod(lambda cls, v: dlt.valid_pe_id(v)))
     _url = field_validator("callback_url")(classmethod(lambda cls, v: v and _callback_url(v)))
@@ -161,6 +203,7 @@ def client_json(
         "id": client.id,
         "name": client.name,
         "shortcodes": client.shortcodes,
+        "whatsapp_numbers": client.whatsapp_numbers,
         "keywords": client.keywords,
         "callback_url": client.callback_url,
         "timeout_s": client.timeout_s,
@@ -204,11 +247,14 @@ def _conflict(exc: ClientConflict) -> ApiProblem:
 )
 async def create_client(request: Request, body: ClientIn) -> Response:
     gateway = gateway_of(request)
+    if not body.shortcodes and not body.whatsapp_numbers:
+        raise _no_route()
     await _check_url(gateway, body.callback_url)
     record = ClientRecord(
         id="",
         name=body.name,
         shortcodes=body.shortcodes,
+        whatsapp_numbers=body.whatsapp_numbers,
         keywords=body.keywords,
         callback_url=body.callback_url,
         token="",
@@ -269,7 +315,10 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
             signing["signing_secret"] = new_signing_secret()
         elif sign is False:
             signing.update(signing_secret="", previous_signing_secret="", previous_signing_until=0.0)
-        return dlt.with_client_fields(replace(current, **changes, **signing), dlt_changes)
+        edited = replace(current, **changes, **signing)
+        if not edited.shortcodes and not edited.whatsapp_numbers:
+            raise _no_route()
+        return dlt.with_client_fields(edited, dlt_changes)
 
     try:
         # Applied to the journal's current copy: a template added meanwhile is not lost.

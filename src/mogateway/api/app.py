@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, dlt, health, ingest, stats
+from mogateway.api import admin, cluster, dlt, health, ingest, stats, whatsapp
 from mogateway.api.apidocs import install_docs
 from mogateway.api.common import GatewayView
 from mogateway.api.console import install_console
@@ -65,7 +65,8 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
-    app.include_router(health.router)  # /readyz (faults, issue 28)
+    app.include_router(health.router)  # /readyz
+    app.include_router(whatsapp.router)
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)
@@ -83,7 +84,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     limited = BodyLimit(
         app,
         s.max_body_bytes,
-        {"/v1/inbound/batch": s.max_batch_bytes},
+        {"/v1/inbound/batch": s.max_batch_bytes, whatsapp.WEBHOOK_PATH: s.max_batch_bytes},
         per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
     )
     return SecurityHeaders(limited)  # nosniff, no framing, a CSP on every answer (api.headers)

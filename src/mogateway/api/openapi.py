@@ -149,6 +149,7 @@ class MessageOut(BaseModel):
     id: str
     state: State
     origin: str
+    channel: Literal["sms", "whatsapp"] = "sms"
     source_id: str | None
     shortcode: str
     msisdn: str
@@ -179,6 +180,7 @@ class ClientOut(BaseModel):
     id: str
     name: str
     shortcodes: list[str]
+    whatsapp_numbers: list[str] = []
     keywords: list[str]
     callback_url: str
     timeout_s: float

@@ -49,6 +49,7 @@ def message_json(record: MessageRecord, events: list[Event] | None = None) -> di
         "id": m.id,
         "state": record.state.value,
         "origin": m.origin,
+        "channel": m.channel,
         "source_id": m.source_id,
         "shortcode": m.shortcode,
         "msisdn": m.msisdn,

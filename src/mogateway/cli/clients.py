@@ -21,6 +21,7 @@ def _show(client: dict[str, Any]) -> None:
         "id",
         "name",
         "shortcodes",
+        "whatsapp_numbers",
         "keywords",
         "callback_url",
         "timeout_s",
@@ -56,7 +57,10 @@ def _show(client: dict[str, Any]) -> None:
 @clients_app.command("add")
 def add(
     name: str = typer.Option(..., "--name", help="A name for people."),
-    shortcode: list[str] = typer.Option(..., "--shortcode", "-s", help="Shortcode (repeat for several)."),
+    shortcode: list[str] = typer.Option([], "--shortcode", "-s", help="Shortcode (repeat for several)."),
+    whatsapp: list[str] = typer.Option(
+        [], "--whatsapp", help="WhatsApp business number, digits with the country code (repeat for several)."
+    ),
     callback_url: str = typer.Option(..., "--callback-url", "-u", help="Where MOs are POSTed."),
     keyword: list[str] = typer.Option([], "--keyword", "-k", help="Only MOs starting with this word."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds the application has to answer (1-30)."),
@@ -74,10 +78,12 @@ def add(
     token: str | None = TOKEN_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Register a client application; prints its id and bearer token (and signing secret, with --sign)."""
+    """Register a client application; prints its id and bearer token (and signing secret, with --sign).
+    It takes the MOs of its shortcodes and WhatsApp numbers (at least one of them)."""
     body: dict[str, Any] = {
         "name": name,
         "shortcodes": shortcode,
+        "whatsapp_numbers": whatsapp,
         "callback_url": callback_url,
         "keywords": keyword,
         "timeout_s": timeout,
@@ -112,7 +118,7 @@ def list_(url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool
         table.add_row(
             c["id"],
             c["name"],
-            ", ".join(c["shortcodes"]),
+            ", ".join([*c["shortcodes"], *(f"wa:{n}" for n in c.get("whatsapp_numbers", []))]),
             ", ".join(c["keywords"]) or "(default)",
             c["callback_url"],
             f"{c['timeout_s']:g} s",

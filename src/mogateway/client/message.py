@@ -58,6 +58,12 @@ class InboundMessage:
         return self.mo.text
 
     @property
+    def channel(self) -> str:
+        """``sms``, or ``whatsapp`` for a body with ``"channel": "whatsapp"`` (``shortcode`` is then the
+        business number's digits)."""
+        return self.mo.channel
+
+    @property
     def sender(self) -> Sender:
         assert self.mo.sender is not None  # parsing guarantees it
         return self.mo.sender

@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 
 from mogateway.config.secret_key import parse_key
 from mogateway.config.smpp import SmppSettings
+from mogateway.config.whatsapp import WhatsAppSettings
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -92,6 +93,8 @@ class Settings(BaseSettings):
 
     smpp: SmppSettings = Field(default_factory=SmppSettings)
     nats: dict[str, Any] = Field(default_factory=dict)
+    # The WhatsApp numbers served (config.whatsapp); None: no [whatsapp] table, no WhatsApp.
+    whatsapp: WhatsAppSettings | None = None
 
     @field_validator("database")
     @classmethod
@@ -185,7 +188,7 @@ def describe_error(exc: ValidationError, within: tuple[str, ...] = ()) -> str:
         message = "is not a known setting"
     where = f"{name} ({env})" if env else f"{name} (config file)"
     given = first.get("input")
-    secret = "token" in name or "key" in name
+    secret = "token" in name or "key" in name or "secret" in name
     shown = "" if isinstance(given, dict | SecretStr) or secret else f" (got {given!r})"
     return f"invalid setting {where}: {message}{shown}"
 

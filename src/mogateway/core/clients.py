@@ -4,6 +4,10 @@ Routing: the shortcode, then the first word of the message as a keyword (case-in
 with keywords receives only those keywords on its shortcodes; a client without keywords is the default
 for its shortcodes. The most specific match wins. Two clients may not claim the same (shortcode,
 keyword) pair, nor both be the default of one shortcode: :func:`conflict` says which claim is taken.
+
+WhatsApp numbers (``whatsapp_numbers``, the business numbers' digits) are routed exactly like shortcodes,
+keywords included, in the same table: a business number has 11 to 15 digits and a shortcode at most 10
+(``core.message``), so the two never meet.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class ClientRecord:
     #: The secret before the last rotation; it signs too until ``previous_signing_until`` (unix s).
     previous_signing_secret: str = field(default="", repr=False)
     previous_signing_until: float = 0.0
+    #: WhatsApp business numbers (digits with the country code) routed to this client like shortcodes.
+    whatsapp_numbers: list[str] = field(default_factory=list)
 
     @property
     def sign_callbacks(self) -> bool:
@@ -82,7 +88,7 @@ Route = tuple[str, str | None]
 def routes(client: ClientRecord) -> list[Route]:
     """The (shortcode, keyword or None for the default) pairs ``client`` claims."""
     keywords: list[str | None] = [k.casefold() for k in client.keywords] or [None]
-    return [(sc, kw) for sc in client.shortcodes for kw in keywords]
+    return [(sc, kw) for sc in (*client.shortcodes, *client.whatsapp_numbers) for kw in keywords]
 
 
 class RoutingTable:
@@ -117,6 +123,7 @@ def conflict(table: RoutingTable, candidate: ClientRecord) -> str | None:
         owner = table.owner(route)
         if owner is not None and owner.id != candidate.id:
             shortcode, keyword = route
-            what = f"keyword {keyword!r} on shortcode {shortcode}" if keyword else f"shortcode {shortcode}"
+            number = f"WhatsApp number {shortcode}" if len(shortcode) > 10 else f"shortcode {shortcode}"
+            what = f"keyword {keyword!r} on {number}" if keyword else number
             return f"{what} already belongs to client {owner.id} ({owner.name})"
     return None

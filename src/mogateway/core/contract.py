@@ -11,6 +11,9 @@ Rules stated here, before the code:
   ``operator``, ``circle`` — always all five), ``tsiso``, ``tsunix``. ``shortcode``, ``msisdn``, ``cc``,
   ``ndc``, ``sn`` and ``tsunix`` are JSON numbers; ``sn`` therefore loses leading zeros (``012345`` is sent
   as ``12345``) and a reader restores them by padding to 6 digits.
+* A WhatsApp MO (``Message.channel``) has one member more, after ``tsunix``: ``"channel": "whatsapp"``;
+  its ``shortcode`` is the business number's digits. An SMS body has no ``channel`` (byte-identical to
+  the seed's).
 * ``tsiso`` is ``yyyy-mm-ddThh:mm:ss.mmmZ`` in UTC; ``tsunix`` is milliseconds unless the client asked
   for seconds. Both are taken from the same instant, truncated to the millisecond.
 * An answer is a reply only when the status is 200, the content type is ``text/plain`` (any charset) or
@@ -113,22 +116,23 @@ def callback_body(message: Message, unit: TsunixUnit = "ms") -> bytes:
     if s is None:
         raise ValueError(f"message {message.id} has no sender: it was not accepted")
     moment = datetime.fromtimestamp(message.received_at, UTC)
-    return orjson.dumps(
-        {
-            "shortcode": int(message.shortcode),
-            "msisdn": int(message.msisdn),
-            "message": message.text,
-            "sender": {
-                "cc": s.cc,
-                "ndc": s.ndc,
-                "sn": s.sn,
-                "operator": s.operator,
-                "circle": s.circle,
-            },
-            "tsiso": format_tsiso(moment),
-            "tsunix": tsunix(moment, unit),
-        }
-    )
+    body: dict[str, Any] = {
+        "shortcode": int(message.shortcode),
+        "msisdn": int(message.msisdn),
+        "message": message.text,
+        "sender": {
+            "cc": s.cc,
+            "ndc": s.ndc,
+            "sn": s.sn,
+            "operator": s.operator,
+            "circle": s.circle,
+        },
+        "tsiso": format_tsiso(moment),
+        "tsunix": tsunix(moment, unit),
+    }
+    if message.channel != "sms":
+        body["channel"] = message.channel
+    return orjson.dumps(body)
 
 
 def callback_headers(token: str, message_id: str, version: str) -> dict[str, str]:
@@ -219,13 +223,18 @@ def parse_callback_body(body: bytes | str, *, message_id: str = "") -> Message:
     if abs(ts_ms - tsunix(received_at, "ms")) >= 1000:
         raise PayloadError("tsunix", "does not match tsiso")
 
+    channel = data.get("channel", "sms")
+    if channel not in ("sms", "whatsapp"):
+        raise PayloadError("channel", "must be sms or whatsapp")
+
     return Message(
         id=message_id,
         shortcode=str(shortcode),
         msisdn=str(msisdn),
         text=message,
         received_at=received_at.timestamp(),
-        origin="callback",
+        # A WhatsApp MO's channel is read from its origin (core.message).
+        origin="callback" if channel == "sms" else "whatsapp:callback",
         sender=sender,
     )
 

@@ -22,6 +22,10 @@ Rules:
   says it was sent.
 * ``sender`` is set exactly when the message was accepted (an Indian mobile number, see
   ``core.numbering``); ``rejection`` exactly when it was refused.
+* ``channel`` is where the MO came from and where its reply goes: ``whatsapp`` for an origin
+  ``whatsapp:<phone_number_id>`` (its ``source_id`` is then the inbound wamid and its ``shortcode`` the
+  business number's digits, :data:`BUSINESS_NUMBER_RULE`), ``sms`` for every other origin. It is read
+  from the origin, so the journal, the work queue and the worker IPC carry it without a field of their own.
 * Messages are values: immutable (``core.immutable``), compared by their fields.
 """
 
@@ -39,11 +43,16 @@ import orjson
 from mogateway.core.immutable import immutable
 
 __all__ = [
+    "BUSINESS_NUMBER_RULE",
+    "CHANNELS",
     "SHORTCODE_RULE",
     "Arrival",
     "Message",
     "Rejection",
     "Sender",
+    "channel_of",
+    "check_business_number",
+    "check_destination",
     "check_shortcode",
     "id_for_source",
     "message_id",
@@ -59,6 +68,38 @@ def check_shortcode(text: str) -> str:
     if not _SHORTCODE.match(text):
         raise ValueError(f"must be {SHORTCODE_RULE}")
     return text
+
+
+#: A WhatsApp business number as the gateway keys it: its digits with the country code, 11 to 15 of them
+#: (E.164 allows 15; at least 11 keeps it apart from a shortcode, which has at most 10).
+BUSINESS_NUMBER_RULE = "11 to 15 digits with the country code, not starting with 0"
+_BUSINESS_NUMBER = re.compile(r"\A[1-9][0-9]{10,14}\Z")
+_NUMBER_PUNCTUATION = str.maketrans("", "", " +-.()")
+
+#: The channels an MO comes in by (and its reply goes out by).
+CHANNELS: Final = ("sms", "whatsapp")
+
+
+def check_business_number(text: str) -> str:
+    """The digits of a WhatsApp business number (spaces, ``+``, dashes dropped); ValueError naming
+    :data:`BUSINESS_NUMBER_RULE`."""
+    digits = text.translate(_NUMBER_PUNCTUATION)
+    if not _BUSINESS_NUMBER.match(digits):
+        raise ValueError(f"must be {BUSINESS_NUMBER_RULE}")
+    return digits
+
+
+def channel_of(origin: str) -> str:
+    """The channel of an MO from ``origin``: ``whatsapp`` for ``whatsapp:…``, else ``sms``."""
+    return "whatsapp" if origin.startswith("whatsapp:") else "sms"
+
+
+def check_destination(message: Message) -> str:
+    """The number ``message`` was sent to, checked for its channel (a shortcode, or a business number);
+    ValueError naming the rule."""
+    if message.channel == "whatsapp":
+        return check_business_number(message.shortcode)
+    return check_shortcode(message.shortcode)
 
 
 @immutable
@@ -104,6 +145,16 @@ class Message:
     sender: Sender | None = None
     rejection: Rejection | None = None
     notes: tuple[str, ...] = ()
+
+    @property
+    def channel(self) -> str:
+        """``sms`` or ``whatsapp`` (see the module docstring)."""
+        return channel_of(self.origin)
+
+    @property
+    def wamid(self) -> str | None:
+        """The inbound WhatsApp message id (None for an SMS)."""
+        return self.source_id if self.channel == "whatsapp" else None
 
     @property
     def accepted(self) -> bool:

@@ -190,7 +190,8 @@ def _receipt(moves: Mapping[State | None, State]) -> Step:
 
 
 #: (event kind, qualifier) -> Step. The qualifier is the outcome kind of an OUTCOME event and the receipt
-#: status of a DELIVERY event ("delivered" or "undelivered"); None for every other kind.
+#: status of a DELIVERY event ("delivered" — also WhatsApp's "read" —, "sent" or "undelivered"); None for
+#: every other kind.
 TABLE: Final[Mapping[tuple[EventKind, str | None], Step]] = {
     (EventKind.RECEIVED, None): Step({None: State.QUEUED}),
     (EventKind.REJECTED, None): Step({None: State.REJECTED}),
@@ -209,6 +210,7 @@ TABLE: Final[Mapping[tuple[EventKind, str | None], Step]] = {
     (EventKind.REPLY_UNKNOWN, None): Step({State.REPLYING: State.REPLY_UNKNOWN}),
     (EventKind.REPLY_BLOCKED, None): Step({State.ANSWERED: State.REPLY_BLOCKED}),
     (EventKind.DELIVERY, "delivered"): _receipt({State.REPLIED: State.DELIVERED}),
+    (EventKind.DELIVERY, "sent"): Step({}, _ALL),  # a WhatsApp "sent" status: in the timeline only
     (EventKind.DELIVERY, "undelivered"): _receipt(
         {State.REPLIED: State.UNDELIVERED, State.DELIVERED: State.UNDELIVERED}
     ),
@@ -264,7 +266,11 @@ def qualifier_of(event: Event) -> str | None:
     if event.kind is EventKind.OUTCOME:
         return str(event.data["outcome"])
     if event.kind is EventKind.DELIVERY:
-        return "delivered" if event.data.get("status") == "delivered" else "undelivered"
+        status = event.data.get("status")
+        # WhatsApp statuses: "read" means delivered too; "sent" (accepted by the servers) moves nothing.
+        if status in ("delivered", "read"):
+            return "delivered"
+        return "sent" if status == "sent" else "undelivered"
     return None
 
 

@@ -356,7 +356,7 @@ class Dispatcher:
             if attempt.error:
                 data["error"] = attempt.error
             attempts.append(data)
-        reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms)
+        reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms, item.channel)
         outcome_data.update(routed_at=routed_at, client_id=client.id, client=client.name, attempts=attempts)
         answered_at = self._clock()
         # A reply its channel can take now has its handover intent recorded with the answer (one write).
@@ -400,7 +400,9 @@ class Dispatcher:
                 last,
             )
 
-    def _outcome_data(self, outcome: Outcome, elapsed_ms: float) -> tuple[str | None, dict[str, Any]]:
+    def _outcome_data(
+        self, outcome: Outcome, elapsed_ms: float, channel: str = "sms"
+    ) -> tuple[str | None, dict[str, Any]]:
         data: dict[str, Any] = {"outcome": outcome.kind.value, "elapsed_ms": round(elapsed_ms, 1)}
         if outcome.status is not None:
             data["status"] = outcome.status
@@ -408,6 +410,9 @@ class Dispatcher:
             data["detail"] = outcome.detail
         if outcome.reply is None:
             return None, data
+        if channel == "whatsapp":  # no SMS parts: its channel splits it at 4,096 characters
+            data.update(reply=outcome.reply, channel=channel)
+            return outcome.reply, data
         text, truncated = fit_parts(outcome.reply, self._reply_max_parts)
         parts = count_parts(text)
         data.update(reply=text, parts=parts.parts, encoding=parts.encoding)

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from mogateway.core.message import Arrival, Message, Rejection, check_shortcode, id_for_source, message_id
+from mogateway.core.message import Arrival, Message, Rejection, check_destination, id_for_source, message_id
 from mogateway.core.numbering import NumberRejected, SenderResolver, normalize_msisdn
 from mogateway.core.ports import Clock, MessageStore, Stored, WorkQueue
 from mogateway.core.timeline import State
@@ -100,7 +100,7 @@ class Intake:
         if m.source_id is not None and len(m.source_id) > MAX_SOURCE_ID:
             return rejected("id", f"must be at most {MAX_SOURCE_ID} characters")
         try:
-            check_shortcode(m.shortcode)
+            check_destination(m)  # a shortcode; for WhatsApp, the business number
         except ValueError as exc:
             return rejected("shortcode", str(exc))
         if len(m.text) > MAX_MESSAGE_CHARS:

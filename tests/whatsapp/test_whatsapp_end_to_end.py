@@ -1,0 +1,406 @@
+"""WhatsApp end to end: signed webhooks into a real ``mogateway serve`` (default workers), the client's
+callback with the pinned bytes, the reply at the fake Graph API (a real server), statuses, errors,
+redeliveries, batches, foreign senders and a SIGKILL right after the 200."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mogateway.core.whatsapp import sign_body
+from mogateway.testing.fake_graph import FakeGraphServer
+from mogateway.testing.fake_graph import webhooks as wh
+from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
+from gateway_harness import (
+    ADMIN_TOKEN,
+    INGEST_TOKEN,
+    GatewayClient,
+    ServeProcess,
+    clean_env,
+    start_serve,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "callback"
+APP_SECRET = "app-secret-for-tests-0123456789"
+VERIFY_TOKEN = "verify-token-for-tests"
+PNID = "106540352242922"  # the fake's default cloud number
+BUSINESS = "919876543210"
+PNID_2 = "106540352242999"  # a second number, its client wants tsunix in seconds
+BUSINESS_2 = "919876543299"
+AT = 1764216000  # the golden fixtures' webhook timestamp
+LONG = "Your statement: " + "₹240 paid. " * 500 + "End."  # > 4,096 characters: two parts
+FINAL = frozenset(
+    {"replied", "delivered", "undelivered", "reply_failed", "reply_unknown", "no_reply", "rejected"}
+)
+
+
+def _config(graph_url: str) -> str:
+    return f"""
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "{VERIFY_TOKEN}"
+graph_url = "{graph_url}"
+api_version = "v21.0"
+
+[[whatsapp.numbers]]
+phone_number_id = "{PNID}"
+display_phone_number = "{BUSINESS}"
+access_token = "rehearsal-token"
+
+[[whatsapp.numbers]]
+phone_number_id = "{PNID_2}"
+display_phone_number = "{BUSINESS_2}"
+access_token = "rehearsal-token"
+"""
+
+
+def _answer(call: RecordedCall) -> Answer:
+    text = call.json()["message"]
+    if text == "LONG":
+        return Answer.text(LONG)
+    if text == "SLOW":
+        return Answer.late(1.0, "slow answer")
+    return Answer.text(f"You said {text}" if text else "Got your file")
+
+
+class Stack:
+    """The gateway, the fake Graph API, the client application and Meta's webhook sender."""
+
+    def __init__(self, serve: ServeProcess, graph: FakeGraphServer, app: CallbackRecorder) -> None:
+        self.serve = serve
+        self.gw = GatewayClient(serve.url)
+        self.graph = graph
+        self.app = app
+        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+        self.meta2 = wh.WebhookSender(
+            serve.url + "/v1/whatsapp/webhook",
+            APP_SECRET,
+            phone_number_id=PNID_2,
+            display_phone_number=BUSINESS_2,
+        )
+
+    def sends(self, **params: str) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = httpx.get(self.graph.url + "/__fake/messages", params=params).json()[
+            "data"
+        ]
+        return data
+
+    def calls_for(self, message_id: str) -> list[RecordedCall]:
+        return [c for c in self.app.calls if c.headers.get("x-mogateway-message-id") == message_id]
+
+    def wait(self, predicate: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+            time.sleep(0.05)
+
+    def deliver(self, *messages: dict[str, Any], sender: wh.WebhookSender | None = None) -> list[str]:
+        delivery = (sender or self.meta).send(*messages)
+        assert delivery.status == 200, delivery.text
+        ids: list[str] = json.loads(delivery.text)["ids"]
+        return ids
+
+
+def _env(workdir: Path) -> dict[str, str]:
+    return clean_env(
+        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
+        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+        MOGATEWAY_LOG_LEVEL="warning",
+    )
+
+
+def _start(workdir: Path, graph: FakeGraphServer, name: str = "serve") -> ServeProcess:
+    config = workdir / "mogateway.toml"
+    config.write_text(_config(graph.url))
+    return start_serve(workdir, _env(workdir), log_name=name, args=["--config", str(config)])
+
+
+def _register(gw: GatewayClient, app: CallbackRecorder) -> None:
+    # WhatsApp numbers instead of shortcodes; the second number's client takes tsunix in seconds.
+    for number, unit in ((BUSINESS, "ms"), (BUSINESS_2, "s")):
+        resp = gw.admin(
+            "POST",
+            "/v1/clients",
+            json={
+                "name": f"wa-{unit}",
+                "whatsapp_numbers": [number],
+                "callback_url": app.url,
+                "tsunix_unit": unit,
+            },
+        )
+        assert resp.status_code == 201, resp.text
+        assert resp.json()["whatsapp_numbers"] == [number] and resp.json()["shortcodes"] == []
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("wa")
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        serve = _start(workdir, graph)
+        s = Stack(serve, graph, app)
+        try:
+            _register(s.gw, app)
+            yield s
+        finally:
+            s.meta.close()
+            s.meta2.close()
+            s.gw.close()
+            serve.stop()
+
+
+def _golden(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def _timeline(stack: Stack, message_id: str) -> list[dict[str, Any]]:
+    timeline: list[dict[str, Any]] = stack.gw.message(message_id)["timeline"]
+    return timeline
+
+
+# ------------------------------------------------------------------------------------ handshake
+
+
+def test_handshake_answers_the_challenge_only_for_the_verify_token(stack: Stack) -> None:
+    ok = stack.meta.handshake(VERIFY_TOKEN, challenge="1158201444")
+    assert (ok.status_code, ok.text) == (200, "1158201444")
+    assert stack.meta.handshake("wrong-token").status_code == 403
+    assert stack.meta.handshake(VERIFY_TOKEN, mode="unsubscribe").status_code == 403
+
+
+# ------------------------------------------------------------------------------------ signature
+
+
+def test_unsigned_wrongly_signed_and_reserialised_bodies_are_refused_and_not_stored(stack: Stack) -> None:
+    sender = "919812300001"
+    body = stack.meta.body(wh.text(sender, "नमस्ते BAL"))
+    assert stack.meta.post(body, signed=False).status == 401
+    assert stack.meta.post(body, signature="sha256=" + "0" * 64).status == 401
+    assert stack.meta.post(body, signature=sign_body(body, "another-app-secret")).status == 401
+    # Parsed and re-serialised (non-ASCII escaped): the signature of the bytes Meta sent no longer fits.
+    reserialised = json.dumps(json.loads(body)).encode()
+    assert reserialised != body
+    refused = stack.meta.post(reserialised, signature=sign_body(body, APP_SECRET))
+    assert refused.status == 401
+    assert json.loads(refused.text)["type"] == "urn:mogateway:problem:bad-signature"
+    listed = stack.gw.admin("GET", "/v1/messages", params={"msisdn": sender}).json()["messages"]
+    assert listed == []
+    assert stack.serve.stderr().count("missing or wrong signature") == 1  # rate-limited: one line
+
+
+# ------------------------------------------------------------------------------------ callbacks
+
+
+def test_text_message_reaches_the_client_with_the_pinned_bytes_and_the_reply_reaches_the_fake(
+    stack: Stack,
+) -> None:
+    wamid = wh.new_wamid()
+    (mid,) = stack.deliver(wh.text("919812345678", "HELLO", wamid=wamid, timestamp=AT))
+    (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
+    assert call.body == _golden("whatsapp_text.json")
+    (send,) = stack.wait(
+        lambda: (
+            stack.sends(to="919812345678")
+            and [s for s in stack.sends(to="919812345678") if s["context_message_id"] == wamid]
+        ),
+        "reply",
+    )
+    assert send["phone_number_id"] == PNID and send["text"] == "You said HELLO"
+    assert send["body"] == {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": "919812345678",
+        "type": "text",
+        "text": {"preview_url": False, "body": "You said HELLO"},
+        "context": {"message_id": wamid},
+    }
+    msg = stack.gw.wait_state(mid, frozenset({"replied"}))
+    assert msg["channel"] == "whatsapp" and msg["origin"] == f"whatsapp:{PNID}" and msg["source_id"] == wamid
+    submitted = next(e for e in msg["timeline"] if e["event"] == "reply_submitted")
+    assert submitted["refs"] == [send["wamid"]] and submitted["channel"] == f"whatsapp:{PNID}"
+
+
+def test_statuses_out_of_order_appear_in_the_timeline(stack: Stack) -> None:
+    sender = "919812300002"
+    (mid,) = stack.deliver(wh.text(sender, "STATUS"))
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+    (send,) = stack.sends(to=sender)
+    reply = send["wamid"]
+    for value in ("read", "delivered", "sent"):  # Meta does not promise order
+        assert stack.meta.send(statuses=[wh.status(reply, value, sender)]).status == 200
+    msg = stack.wait(
+        lambda: (
+            (m := stack.gw.message(mid))
+            and len([e for e in m["timeline"] if e["event"] == "delivery"]) == 3
+            and m
+        ),
+        "three statuses",
+    )
+    assert msg["state"] == "delivered"
+    assert [e["status"] for e in msg["timeline"] if e["event"] == "delivery"] == ["read", "delivered", "sent"]
+    # A failed status after them: the reply did not reach the person after all.
+    failed = wh.status(reply, "failed", sender, error_code=131026, error_title="Message undeliverable")
+    assert stack.meta.send(statuses=[failed]).status == 200
+    msg = stack.gw.wait_state(mid, frozenset({"undelivered"}))
+    assert "131026" in [e for e in msg["timeline"] if e["event"] == "delivery"][-1]["detail"]
+
+
+def test_interactive_reply_reaches_the_client_with_the_pinned_bytes(stack: Stack) -> None:
+    (mid,) = stack.deliver(wh.button_reply("919812345678", "yes-1", "Yes, book it ✅", timestamp=AT))
+    (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
+    assert call.body == _golden("whatsapp_button_reply.json")
+    msg = stack.gw.wait_state(mid, frozenset({"replied"}))
+    assert "reply id yes-1" in msg["timeline"][0]["notes"]
+
+
+def test_media_message_carries_its_type_and_media_id_in_the_timeline(stack: Stack) -> None:
+    (mid,) = stack.deliver(
+        wh.media("919812345678", "image", media_id="1003383421387123", timestamp=AT), sender=stack.meta2
+    )
+    (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
+    assert call.body == _golden("whatsapp_media_no_caption_s.json")
+    received = _timeline(stack, mid)[0]
+    assert received["event"] == "received"
+    assert received["notes"] == ["whatsapp image", "media id 1003383421387123 (image/jpeg)"]
+
+
+def test_a_long_reply_is_split_at_4096_characters(stack: Stack) -> None:
+    sender = "919812300003"
+    wamid = wh.new_wamid()
+    (mid,) = stack.deliver(wh.text(sender, "LONG", wamid=wamid))
+    msg = stack.gw.wait_state(mid, frozenset({"replied"}))
+    sends = stack.sends(to=sender)
+    assert len(sends) == 2
+    assert all(len(s["text"]) <= 4096 for s in sends)
+    assert "".join(s["text"] for s in sends) == LONG
+    assert [s["context_message_id"] for s in sends] == [wamid, None]
+    submitted = next(e for e in msg["timeline"] if e["event"] == "reply_submitted")
+    assert submitted["parts"] == 2 and submitted["refs"] == [s["wamid"] for s in sends]
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+def _script(stack: Stack, **body: Any) -> None:
+    assert httpx.post(stack.graph.url + "/__fake/messages/errors", json=body).status_code in (200, 201, 204)
+
+
+def test_131047_fails_at_once_with_its_code_and_no_retry(stack: Stack) -> None:
+    sender = "919812300004"
+    _script(stack, code=131047, to=sender)
+    try:
+        (mid,) = stack.deliver(wh.text(sender, "LATE"))
+        msg = stack.gw.wait_state(mid, frozenset({"reply_failed"}))
+        failed = next(e for e in msg["timeline"] if e["event"] == "reply_failed")
+        assert "131047" in failed["detail"] and "24 hours" in failed["detail"]
+        time.sleep(1.5)  # long enough for the replier's first retries, were there any
+        assert len(stack.sends(to=sender)) == 1
+    finally:
+        httpx.delete(stack.graph.url + "/__fake/messages/errors")
+
+
+def test_130429_is_retried_with_backoff_then_sent(stack: Stack) -> None:
+    sender = "919812300005"
+    _script(stack, code=130429, to=sender, times=2)
+    (mid,) = stack.deliver(wh.text(sender, "BUSY"))
+    msg = stack.gw.wait_state(mid, frozenset({"replied", "reply_failed"}), timeout=20)
+    assert msg["state"] == "replied", msg["timeline"]
+    sends = stack.sends(to=sender)
+    assert [s["error"] for s in sends] == [130429, 130429, None]
+    waiting = [e for e in msg["timeline"] if e["event"] == "reply_waiting"]
+    assert waiting and "130429" in waiting[0]["detail"]
+
+
+# ------------------------------------------------------------------------------------ delivery rules
+
+
+def test_a_redelivered_webhook_is_one_message_and_one_callback(stack: Stack) -> None:
+    sender = "919812300006"
+    first = stack.meta.send(wh.text(sender, "TWICE"))
+    assert first.status == 200
+    again = stack.meta.redeliver(first)
+    assert again.status == 200 and json.loads(again.text)["duplicates"] == 1
+    (mid,) = json.loads(first.text)["ids"]
+    assert json.loads(again.text)["ids"] == [mid]
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+    stack.meta.redeliver(first)  # even after the reply
+    assert len(stack.calls_for(mid)) == 1
+    assert len(stack.gw.admin("GET", "/v1/messages", params={"msisdn": sender}).json()["messages"]) == 1
+    assert len(stack.sends(to=sender)) == 1
+
+
+def test_a_batch_with_several_messages_and_entries(stack: Stack) -> None:
+    senders = ["919812300007", "919812300008", "919812300009"]
+    one = wh.webhook_body([wh.text(senders[0], "ONE"), wh.text(senders[1], "TWO")])
+    two = wh.webhook_body([wh.list_reply(senders[2], "l-3", "Three", "the third")])
+    delivery = stack.meta.post(wh.encode(wh.merge(one, two)))
+    assert delivery.status == 200
+    ids = json.loads(delivery.text)["ids"]
+    assert len(ids) == 3
+    for mid in ids:
+        stack.gw.wait_state(mid, frozenset({"replied"}))
+    texts = [s["text"] for sender in senders for s in stack.sends(to=sender)]
+    assert texts == ["You said ONE", "You said TWO", "You said Three"]
+
+
+def test_a_sender_outside_india_is_rejected_and_never_reaches_the_client(stack: Stack) -> None:
+    delivery = stack.meta.send(wh.text("14155550123", "HELLO FROM ABROAD"))
+    assert delivery.status == 200
+    (mid,) = json.loads(delivery.text)["ids"]
+    msg = stack.gw.message(mid)
+    assert msg["state"] == "rejected" and msg["timeline"][0]["field"] == "msisdn"
+    time.sleep(0.5)
+    assert stack.calls_for(mid) == []
+
+
+def test_a_message_for_an_unknown_number_is_acknowledged_and_not_stored(stack: Stack) -> None:
+    with wh.WebhookSender(
+        stack.serve.url + "/v1/whatsapp/webhook",
+        APP_SECRET,
+        phone_number_id="999",
+        display_phone_number="919800000999",
+    ) as stranger:
+        delivery = stranger.send(wh.text("919812300010", "WHO"))
+    assert delivery.status == 200 and json.loads(delivery.text)["ids"] == []
+    assert stack.gw.admin("GET", "/v1/messages", params={"msisdn": "919812300010"}).json()["messages"] == []
+
+
+def test_sigkill_right_after_the_200_loses_nothing(tmp_path: Path) -> None:
+    sender = "919812300011"
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        serve = _start(tmp_path, graph, "first")
+        gw = GatewayClient(serve.url)
+        try:
+            _register(gw, app)
+            with wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET) as meta:
+                delivery = meta.send(wh.text(sender, "SLOW"))
+            serve.kill()  # right after the 200: the callback has not even been answered
+            assert delivery.status == 200
+            (mid,) = json.loads(delivery.text)["ids"]
+        finally:
+            gw.close()
+            serve.kill()
+        second = _start(tmp_path, graph, "second")
+        gw = GatewayClient(second.url)
+        try:
+            msg = gw.wait_state(mid, FINAL, timeout=30)
+            assert msg["state"] in ("replied", "reply_unknown"), msg["timeline"]
+            assert app.calls and all(c.headers["x-mogateway-message-id"] == mid for c in app.calls)
+            sends = [s for s in httpx.get(graph.url + "/__fake/messages").json()["data"] if s["to"] == sender]
+            assert len(sends) <= 1 and (msg["state"] == "reply_unknown" or len(sends) == 1)
+        finally:
+            gw.close()
+            second.stop()
