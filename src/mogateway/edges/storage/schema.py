@@ -32,7 +32,7 @@ import orjson
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.ports import MessageRecord
-from mogateway.core.timeline import UNFINISHED_STATES, Event, EventKind, State, Step
+from mogateway.core.timeline import TABLE, UNFINISHED_STATES, Event, EventKind, State, Step
 
 __all__ = [
     "COLUMNS",
@@ -43,7 +43,9 @@ __all__ = [
     "UNFINISHED_SQL",
     "Column",
     "first_event",
+    "first_state",
     "message_row",
+    "postgres_types",
     "record_from_row",
     "sqlite_indexes",
     "sqlite_tables",
@@ -214,9 +216,16 @@ def message_row(message: Message, now: float) -> tuple[Any, ...]:
     )
 
 
-def state_row(message_id: str, state: State, now: float, owner: int = 0) -> tuple[Any, ...]:
-    """The ``message_states`` row of a newly stored message (:data:`STATE_COLUMNS` order)."""
-    return (message_id, state.value, now, None, None, owner)
+def state_row(message: Message, now: float, owner: int = 0) -> tuple[Any, ...]:
+    """The ``message_states`` row of a newly stored message (:data:`STATE_COLUMNS` order), in the state
+    its first event leads to."""
+    return (message.id, first_state(message).value, now, None, None, owner)
+
+
+def postgres_types(table: str, columns: Sequence[str]) -> tuple[str, ...]:
+    """PostgreSQL's names of the types of ``columns`` of ``table`` (what its arrays of them are made of)."""
+    described = {c.name: c.postgres.split(" NOT NULL")[0].split(" DEFAULT")[0] for c in TABLES[table]}
+    return tuple(described[name] for name in columns)
 
 
 def record_from_row(row: Sequence[Any]) -> MessageRecord:
@@ -259,6 +268,21 @@ def record_from_row(row: Sequence[Any]) -> MessageRecord:
     return MessageRecord(message, State(state), stored_at, updated_at, client_id, reply_text, owner)
 
 
+def _first_kind(message: Message) -> EventKind:
+    return EventKind.RECEIVED if message.rejection is None else EventKind.REJECTED
+
+
+#: Where each first event leads from no state at all, as ``core.timeline.TABLE`` says.
+_FIRST_STATES: Final = {
+    kind: TABLE[(kind, None)].moves[None] for kind in (EventKind.RECEIVED, EventKind.REJECTED)
+}
+
+
+def first_state(message: Message) -> State:
+    """The state a message is stored in: the one its first event (received, or rejected) leads to."""
+    return _FIRST_STATES[_first_kind(message)]
+
+
 def first_event(record: MessageRecord) -> Event:
     """The first entry of a message's timeline, which its row holds: received (or rejected) and stored."""
     m = record.message
@@ -270,8 +294,7 @@ def first_event(record: MessageRecord) -> Event:
     if m.rejection is not None:
         data["reason"] = m.rejection.reason
         data["field"] = m.rejection.field
-        return Event(EventKind.REJECTED, m.received_at, data)
-    return Event(EventKind.RECEIVED, m.received_at, data)
+    return Event(_first_kind(m), m.received_at, data)
 
 
 def event_json(event: Event) -> str:
