@@ -2,16 +2,16 @@
 
 What is here, and only here:
 
-* the tables and their columns, each with its SQLite and PostgreSQL type (the SQLite journal creates
-  its schema from this; the PostgreSQL migrations must arrive at it, which a test checks);
+* the tables and their columns, each with its SQLite and PostgreSQL type (the migrations, which
+  create and change the schema of both engines, must arrive at it, which a test checks);
 * how a message row reads back as a :class:`~mogateway.core.ports.MessageRecord` and how a message is
   written as a row, and how its first timeline entry (received or rejected) is read from that row;
 * how ``core.timeline``'s table becomes SQL: the states in which an event may be applied (a ``WHERE``
   clause) and the state it leads to (a ``CASE`` on the current state). A journal never writes a state
   of its own: it writes the expression this module derives from the table.
 
-What differs between the engines — placeholders, arrays versus multi-row ``VALUES``, the writer — lives
-in each journal's module.
+What differs between the engines — placeholders, arrays versus multi-row ``VALUES`` — is
+``storage.dialect``'s; the writer and connections are each engine's module's.
 
 A message is two rows. Its ``messages`` row is written once, when it is stored, and never changes: it
 is the first entry of its timeline too (``received`` or ``rejected``, with its origin, source id, notes
@@ -47,8 +47,6 @@ __all__ = [
     "message_row",
     "postgres_types",
     "record_from_row",
-    "sqlite_indexes",
-    "sqlite_tables",
     "state_row",
     "state_sql",
 ]
@@ -65,7 +63,7 @@ def _c(name: str, sqlite: str, postgres: str | None = None) -> Column:
     return Column(name, sqlite, postgres or sqlite.lower())
 
 
-#: Every table, its columns in order. Indexes and keys are in :data:`_SQLITE_EXTRA` and the migrations.
+#: Every table, its columns in order. Indexes and keys are in the migrations.
 TABLES: Final[dict[str, tuple[Column, ...]]] = {
     # What an MO is: written once, when it is stored.
     "messages": (
@@ -145,49 +143,6 @@ MESSAGE_COLUMNS: Final = (
 #: ``state IN (...)`` of the unfinished messages, spelled identically in queries and partial indexes
 #: (SQLite uses a partial index only for a query whose condition matches it term by term).
 UNFINISHED_SQL: Final = "state IN (" + ", ".join(f"'{s.value}'" for s in sorted(UNFINISHED_STATES)) + ")"
-
-_PRIMARY_KEYS: Final = {
-    "messages": "id",
-    "message_states": "id",
-    "events": "seq",
-    "reply_refs": "ref",
-    "clients": "id",
-    "settings": "key",
-    "stats": "span, at, node, client, kind",
-}
-# messages_msisdn_source: a store looks up the earlier MOs of a number with the same SMSC id or content
-# (the source ids "c:<digest>:*", core.repeats.repeat_lookups) with one seek; it also serves the search by
-# number (which sorts that number's rows by time). It took the place of (msisdn, received_at), so each
-# MO still costs one index entry at a random place, not two (docs/benchmarks.md §0.4).
-_SQLITE_INDEXES: Final = f"""
-CREATE INDEX IF NOT EXISTS messages_received ON messages (received_at);
-DROP INDEX IF EXISTS messages_msisdn;
-CREATE INDEX IF NOT EXISTS messages_msisdn_source ON messages (msisdn, source_id);
-CREATE INDEX IF NOT EXISTS messages_shortcode ON messages (shortcode, received_at);
-CREATE INDEX IF NOT EXISTS message_states_unfinished ON message_states (owner, id) WHERE {UNFINISHED_SQL};
-CREATE INDEX IF NOT EXISTS events_message ON events (message_id, seq);
-"""
-
-
-def sqlite_tables() -> str:
-    """The SQLite tables (idempotent ``CREATE TABLE IF NOT EXISTS``), from :data:`TABLES`."""
-    parts = ["CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"]
-    for table, columns in TABLES.items():
-        key = _PRIMARY_KEYS[table]
-        body = ",\n    ".join(
-            f"{c.name} {c.sqlite}" + (" PRIMARY KEY" if c.name == key else "") for c in columns
-        )
-        if "," in key:  # a composite key is a table constraint
-            body += f",\n    PRIMARY KEY ({key})"
-        rowid = "" if table == "events" else " WITHOUT ROWID"  # events: seq is the rowid
-        parts.append(f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}\n){rowid};")
-    return "\n".join(parts)
-
-
-def sqlite_indexes() -> str:
-    """The SQLite indexes (idempotent), created once the tables are at the current version."""
-    return _SQLITE_INDEXES
-
 
 # ------------------------------------------------------------------------------------------ rows
 

@@ -1,14 +1,14 @@
 """The embedded journal: SQLite in WAL mode, group commits on the event loop, readers in threads.
 
-Writes go through :mod:`~mogateway.edges.storage.sqlite_writer` (a group per turn of the event loop,
-fsynced by a thread of its own) and the store/apply/receipt calls of one turn are merged
-(:class:`Coalescer`) and written by
-:mod:`~mogateway.edges.storage.sqlite_batches`. Reads use their own read-only connections in worker threads,
-so an admin listing never waits for the writer. The schema comes from ``storage.schema``.
+What the journal does is written once for both engines (``storage.sql_journal``, ``storage.batches``);
+here is how it runs on SQLite. Writes go through :mod:`~mogateway.edges.storage.sqlite_writer` (a group
+per turn of the event loop, fsynced by a thread of its own), and the store/apply/receipt calls of one
+turn are merged into one batch each (:class:`Coalescer`). Reads use their own read-only connections in
+worker threads, so an admin listing never waits for the writer.
 
-Schema versions (``meta.schema_version``): 1 kept a message's first timeline entry as an event row; 2
-keeps it in the message row (notes and rejection columns), so storing an MO writes one row; 3 adds the
-worker that owns each MO (``core.workers``). An older file is upgraded in place when it is opened.
+The schema is the migrations' (``storage.migrations``), which the journal applies itself when it opens
+the file: a new file is created, an older one (also one of SQLite's own versions before the migrations
+were SQLite's) upgraded in place.
 
 Several worker processes may write one file: with ``lock_path`` each group commit holds an exclusive
 lock on that file (``flock``) from ``BEGIN`` to ``COMMIT``, so the workers take turns in the kernel's
@@ -27,103 +27,27 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mogateway.core.clients import ClientRecord
-from mogateway.edges.storage import batches, schema
+from mogateway.edges.storage import batches, migrations
 from mogateway.edges.storage.client_documents import client_document
 from mogateway.edges.storage.dialect import SQLITE, Program, run_sync
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sql_journal import Batch, SqlJournal, write_client
 from mogateway.edges.storage.sqlite_writer import Coalescer, Writer, connect
 
-__all__ = ["SCHEMA_VERSION", "SqliteJournal"]
+__all__ = ["SqliteJournal"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
 _SYNC_MODES = {"full": "FULL", "stores": "STORES", "normal": "NORMAL"}
-
-# Version 1 -> 2: the first event (received/rejected) moves into the message row; "dispatching" was
-# never written by a gateway and is gone from the table.
-_UPGRADE_1_TO_2 = """
-ALTER TABLE messages ADD COLUMN notes TEXT NOT NULL DEFAULT '';
-ALTER TABLE messages ADD COLUMN rejection_field TEXT;
-ALTER TABLE messages ADD COLUMN rejection_reason TEXT;
-UPDATE messages SET
-    notes = coalesce((SELECT json_extract(e.data, '$.notes') FROM events e
-                      WHERE e.message_id = messages.id AND e.kind IN ('received', 'rejected')
-                      ORDER BY e.seq LIMIT 1), ''),
-    rejection_field = (SELECT json_extract(e.data, '$.field') FROM events e
-                       WHERE e.message_id = messages.id AND e.kind = 'rejected' ORDER BY e.seq LIMIT 1),
-    rejection_reason = (SELECT json_extract(e.data, '$.reason') FROM events e
-                        WHERE e.message_id = messages.id AND e.kind = 'rejected' ORDER BY e.seq LIMIT 1);
-UPDATE messages SET state = 'queued' WHERE state = 'dispatching';
-DELETE FROM events WHERE kind IN ('received', 'rejected');
-DROP INDEX IF EXISTS messages_pending;
-DROP INDEX IF EXISTS messages_unfinished;
-DROP INDEX IF EXISTS messages_unfinished_id;
-"""
-_UPGRADE_2_TO_3 = """
-ALTER TABLE messages ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
-DROP INDEX IF EXISTS messages_unfinished;
-"""
-# Version 3 -> 4: what changes as a message moves leaves its row for a short one of its own
-# (storage/schema.py), spelled out as version 4 has it. DROP COLUMN needs SQLite 3.35 and no index on
-# the column.
-_UPGRADE_3_TO_4 = """
-DROP INDEX IF EXISTS messages_unfinished;
-CREATE TABLE message_states (
-    id TEXT NOT NULL PRIMARY KEY,
-    state TEXT NOT NULL,
-    updated_at REAL NOT NULL,
-    client_id TEXT,
-    reply_text TEXT,
-    owner INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-INSERT INTO message_states (id, state, updated_at, client_id, reply_text, owner)
-    SELECT id, state, updated_at, client_id, reply_text, owner FROM messages;
-ALTER TABLE messages DROP COLUMN updated_at;
-ALTER TABLE messages DROP COLUMN state;
-ALTER TABLE messages DROP COLUMN client_id;
-ALTER TABLE messages DROP COLUMN reply_text;
-ALTER TABLE messages DROP COLUMN owner;
-"""
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
     """Create or upgrade the schema (run by the writer, in a thread, before it takes any job)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        version = int(row[0]) if row is not None else None
-        if version is not None and version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"the journal has schema version {version}, newer than this mogateway ({SCHEMA_VERSION}): "
-                "upgrade mogateway"
-            )
-        upgrades = {
-            1: _UPGRADE_1_TO_2 + _UPGRADE_2_TO_3 + _UPGRADE_3_TO_4,
-            2: _UPGRADE_2_TO_3 + _UPGRADE_3_TO_4,
-            3: _UPGRADE_3_TO_4,
-        }
-        if version in upgrades:
-            for statement in upgrades[version].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            log.info("journal upgraded from schema version %d to %d", version, SCHEMA_VERSION)
-        for statement in (schema.sqlite_tables() + schema.sqlite_indexes()).split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) "
-            "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-            (str(SCHEMA_VERSION),),
-        )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    done = migrations.migrate_sqlite(conn)
+    if done:
+        log.info("journal schema migrated to version %d (%d migrations)", migrations.LATEST, len(done))
 
 
 # Values of PRAGMA secure_delete, to put back the build's own setting after a client write.
