@@ -217,49 +217,38 @@ def _history(d: Dialect, message_id: str) -> Program[tuple[MessageRecord, list[E
     return record, [first_event(record), *events]
 
 
+def _conditions(*terms: tuple[str, Any]) -> tuple[list[str], list[Any]]:
+    """Of ``terms`` (a condition with one ``?``, its value), those whose value is not None."""
+    kept = [(sql, value) for sql, value in terms if value is not None]
+    return [sql for sql, _ in kept], [value for _, value in kept]
+
+
 def _find(d: Dialect, where: MessageFilter) -> Program[list[MessageRecord]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column, value in (
-        ("m.shortcode", where.shortcode),
-        ("m.msisdn", where.msisdn),
-        ("s.state", where.state.value if where.state else None),
-        ("s.client_id", where.client_id),
-    ):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if where.since is not None:
-        clauses.append("m.received_at >= ?")
-        params.append(where.since)
-    if where.until is not None:
-        clauses.append("m.received_at < ?")
-        params.append(where.until)
+    clauses, params = _conditions(
+        ("m.shortcode = ?", where.shortcode),
+        ("m.msisdn = ?", where.msisdn),
+        ("s.state = ?", where.state.value if where.state else None),
+        ("s.client_id = ?", where.client_id),
+        ("m.received_at >= ?", where.since),
+        ("m.received_at < ?", where.until),
+    )
     if where.before is not None:
         clauses.append("(m.received_at, m.id) < (?, ?)")  # one index range on both engines
-        params += [where.before[0], where.before[1]]
+        params += where.before
     sql = _SELECT + (" WHERE " + " AND ".join(clauses) if clauses else "")
-    sql += " ORDER BY m.received_at DESC, m.id DESC LIMIT ?"
-    params.append(where.limit)
-    rows = yield [(d.sql(sql), params)]
+    rows = yield [(d.sql(sql + " ORDER BY m.received_at DESC, m.id DESC LIMIT ?"), [*params, where.limit])]
     return [record_from_row(row) for row in rows]
 
 
 def _unfinished(
     d: Dialect, limit: int, after: str, older_than: float | None, owner: int | None
 ) -> Program[list[MessageRecord]]:
+    clauses, params = _conditions(
+        ("s.id > ?", after), ("s.owner = ?", owner), ("s.updated_at < ?", older_than)
+    )
     # UNFINISHED_SQL spelled as the partial index spells it, so that SQLite uses the index
-    sql = f"{_SELECT} WHERE {UNFINISHED_SQL} AND s.id > ?"
-    params: list[Any] = [after]
-    if owner is not None:
-        sql += " AND s.owner = ?"
-        params.append(owner)
-    if older_than is not None:
-        sql += " AND s.updated_at < ?"
-        params.append(older_than)
-    sql += " ORDER BY s.id LIMIT ?"
-    params.append(limit)
-    rows = yield [(d.sql(sql), params)]
+    sql = f"{_SELECT} WHERE {UNFINISHED_SQL} AND " + " AND ".join(clauses) + " ORDER BY s.id LIMIT ?"
+    rows = yield [(d.sql(sql), [*params, limit])]
     return [record_from_row(row) for row in rows]
 
 
@@ -355,16 +344,16 @@ def _read_stats(
     d: Dialect, span: int, since: int, until: int, node: str | None, exclude_node: str | None, by_time: bool
 ) -> Program[list[StatsRow]]:
     # Summed over the interval, a row is dated at its start (``since``).
-    params: list[Any] = [] if by_time else [since]
+    clauses, params = _conditions(
+        ("span = ?", span),
+        ("at >= ?", since),
+        ("at < ?", until),
+        ("node = ?", node),
+        ("node <> ?", exclude_node),
+    )
     sql = "SELECT " + ("at" if by_time else "CAST(? AS bigint)") + ", client, kind, sum(count) FROM stats "
-    sql += "WHERE span = ? AND at >= ? AND at < ?"
-    params += [span, since, until]
-    if node is not None:
-        sql += " AND node = ?"
-        params.append(node)
-    if exclude_node is not None:
-        sql += " AND node <> ?"
-        params.append(exclude_node)
+    sql += "WHERE " + " AND ".join(clauses)
     sql += " GROUP BY at, client, kind" if by_time else " GROUP BY client, kind"
+    params = params if by_time else [since, *params]
     rows = yield [(d.sql(sql), params)]
     return [StatsRow(span, int(at), "", client, kind, int(n)) for at, client, kind, n in rows]
