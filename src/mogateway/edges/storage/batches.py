@@ -72,8 +72,8 @@ _EXISTING: Final = (
 _OWNERS_OF: Final = "SELECT ref, message_id FROM reply_refs WHERE ref {keys}"
 # (number, lowest source id, source id past the family, since): core.repeats.repeat_lookups
 _LOOKUP_TYPES: Final = ("text", "text", "text", "double precision")
-# (id, now, client_id, reply_text) of a change that sets columns besides the state
-_CHANGE_TYPES: Final = ("text", "double precision", "text", "text")
+# (id, client_id, reply_text) of a change that sets columns besides the state
+_CHANGE_TYPES: Final = ("text", "text", "text")
 
 
 @lru_cache(maxsize=4)
@@ -156,8 +156,8 @@ def _update_ids(step: Step) -> str:
 def _update_values(step: Step) -> str:
     sql = state_sql(step, "s.state")
     return (
-        f"UPDATE message_states AS s SET state = {sql.after}, updated_at = v.column2, "
-        "client_id = coalesce(v.column3, s.client_id), reply_text = coalesce(v.column4, s.reply_text) "
+        f"UPDATE message_states AS s SET state = {sql.after}, updated_at = ?, "
+        "client_id = coalesce(v.column2, s.client_id), reply_text = coalesce(v.column3, s.reply_text) "
         f"FROM {{table}} WHERE s.id = v.column1 AND {sql.allowed} RETURNING id"
     )
 
@@ -175,10 +175,8 @@ def apply(d: Dialect, changes: Sequence[Change], now: float) -> Program[list[boo
         for (step, valued), indexes in groups.items():
             statements: list[Statement]
             if valued:
-                rows = [
-                    (ch.message_id, now, ch.client_id, ch.reply_text) for ch in (changes[n] for n in indexes)
-                ]
-                statements = d.many(_update_values(step), _CHANGE_TYPES, rows)
+                rows = [(ch.message_id, ch.client_id, ch.reply_text) for ch in (changes[n] for n in indexes)]
+                statements = d.many(_update_values(step), _CHANGE_TYPES, rows, now)
             else:
                 statements = d.keyed(_update_ids(step), [changes[n].message_id for n in indexes], now)
             done = {row[0] for row in (yield statements)}
