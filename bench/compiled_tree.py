@@ -22,7 +22,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src"
 COMPILED = ("mogateway/core", "mogateway/smpp")
 ALSO = (
-    "mogateway/edges/storage/sqlite_batches.py",
+    "mogateway/edges/storage/batches.py",
     "mogateway/edges/storage/schema.py",
     "mogateway/edges/http1.py",
 )

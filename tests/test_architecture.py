@@ -39,7 +39,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "edges": frozenset({"core", "smpp", "config", "service", "edges"}),
     "modes": frozenset({"core", "smpp", "service", "edges", "config", "modes"}),
     "node": frozenset({"core", "smpp", "service", "edges", "config", "modes", "node"}),
-    "api": frozenset({"core", "smpp", "service", "edges", "config", "node", "api", "version"}),
+    "gateway_view": frozenset({"core", "config", "service", "gateway_view"}),
+    "api": frozenset(
+        {"core", "smpp", "service", "edges", "config", "node", "gateway_view", "api", "version"}
+    ),
     "cli": frozenset(
         {"core", "smpp", "service", "edges", "config", "modes", "node", "api", "cli", "client", "testing",
          "waba", "simulation", "logs", "version"}

@@ -11,8 +11,8 @@ import pytest
 
 from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.timeline import EventKind, State
-from mogateway.edges.storage import schema
-from mogateway.edges.storage.sqlite import SCHEMA_VERSION, SqliteJournal
+from mogateway.edges.storage import migrations, schema
+from mogateway.edges.storage.sqlite import SqliteJournal
 
 # The schema of mogateway 0.1 (journal version 1), as it wrote it, with a few rows in it.
 _VERSION_1 = """
@@ -71,9 +71,7 @@ async def test_a_version_1_journal_is_upgraded_in_place_and_reads_as_before(tmp_
     finally:
         await journal.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            str(SCHEMA_VERSION),
-        )
+        assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (migrations.LATEST,)
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert "messages_pending" not in indexes and "messages_unfinished" not in indexes
         assert "message_states_unfinished" in indexes
@@ -182,9 +180,7 @@ async def test_an_older_journal_moves_its_states_out_of_the_message_rows(
     finally:
         await journal.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            str(SCHEMA_VERSION),
-        )
+        assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (migrations.LATEST,)
         for table in ("messages", "message_states"):
             found = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
             assert found == [c.name for c in schema.TABLES[table]], table

@@ -17,7 +17,6 @@ from mogateway.api import dlt
 from mogateway.api.auth import require_token
 from mogateway.api.common import (
     AdminRoute,
-    GatewayView,
     client_of,
     gateway_of,
     json_response,
@@ -46,6 +45,7 @@ from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import MessageFilter
 from mogateway.core.timeline import State
 from mogateway.edges.urlguard import check_callback_url
+from mogateway.gateway_view import GatewayView
 from mogateway.service.registry import ClientConflict, NotSigning, new_signing_secret
 from mogateway.service.replay import NotReplayable
 

@@ -13,12 +13,12 @@ from starlette.responses import Response
 from mogateway import __version__
 from mogateway.api import admin, cluster, dlt, health, ingest, stats, whatsapp
 from mogateway.api.apidocs import install_docs
-from mogateway.api.common import GatewayView
 from mogateway.api.console import install_console
 from mogateway.api.headers import SecurityHeaders
 from mogateway.api.limits import BodyLimit
 from mogateway.api.openapi import Health, documented, install_openapi
 from mogateway.api.problems import install_handlers
+from mogateway.gateway_view import GatewayView
 from mogateway.node import Gateway
 
 __all__ = ["create_app"]

@@ -16,7 +16,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from fastapi.routing import APIRoute
@@ -25,70 +25,17 @@ from starlette.responses import Response
 
 from mogateway.api.auth import require_token
 from mogateway.api.problems import ApiProblem
-from mogateway.config import Settings
 from mogateway.core.clients import ClientRecord
-from mogateway.core.ports import Journal, MessageRecord, NodeDirectory, SecretKeyError
-from mogateway.service.intake import Intake
-from mogateway.service.registry import Registry
-from mogateway.service.stats import StatsService
+from mogateway.core.ports import SecretKeyError
+from mogateway.gateway_view import GatewayView
 
 __all__ = [
     "AdminRoute",
-    "ClusterView",
-    "GatewayView",
     "client_of",
     "gateway_of",
     "json_response",
     "reload_clients",
 ]
-
-
-class ClusterView(Protocol):
-    """This node's place among the nodes, as ``GET /v1/nodes`` reads it."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def directory(self) -> NodeDirectory: ...
-
-
-class GatewayView(Protocol):
-    """The gateway as the API's handlers (and the console) use it; ``node.Gateway`` is one."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def admin_token(self) -> str: ...
-
-    @property
-    def ingest_token(self) -> str: ...
-
-    @property
-    def journal(self) -> Journal: ...
-
-    @property
-    def registry(self) -> Registry: ...
-
-    @property
-    def intake(self) -> Intake: ...
-
-    @property
-    def stats(self) -> StatsService | None: ...
-
-    @property
-    def cluster(self) -> ClusterView | None: ...
-
-    async def replay(self, message_id: str) -> MessageRecord | None: ...
-
-    async def binds_status(self) -> list[dict[str, Any]]: ...
-
-    async def live_binds(self) -> list[dict[str, Any]]: ...
-
-    async def metrics_exposition(self) -> bytes: ...
-
-    def health(self) -> dict[str, Any]: ...
 
 
 def gateway_of(request: Request) -> GatewayView:

@@ -16,12 +16,13 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from mogateway.api.auth import require_token
-from mogateway.api.common import GatewayView, gateway_of, json_response
+from mogateway.api.common import gateway_of, json_response
 from mogateway.api.openapi import INGEST, BatchOut, StoredOut, documented
 from mogateway.api.problems import ApiProblem, problem
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.ports import Stored
 from mogateway.core.timeline import State
+from mogateway.gateway_view import GatewayView
 from mogateway.service.journal_health import JournalUnavailable
 
 __all__ = ["arrival_from_json", "router"]

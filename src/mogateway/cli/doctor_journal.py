@@ -46,7 +46,8 @@ async def check_journal(settings: Settings) -> tuple[list[Finding], Any]:
 
 
 def _check_sqlite(path: str, settings: Settings) -> list[Finding]:
-    from mogateway.edges.storage.sqlite import SCHEMA_VERSION
+    from mogateway.edges.storage.migrations import LATEST as SCHEMA_VERSION
+    from mogateway.edges.storage.migrations import sqlite_file_version
 
     found: list[Finding] = []
     directory = os.path.dirname(os.path.abspath(path))
@@ -72,7 +73,7 @@ def _check_sqlite(path: str, settings: Settings) -> list[Finding]:
         try:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=TIMEOUT_S)
             try:
-                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                found_version = sqlite_file_version(conn)
                 count = conn.execute("SELECT count(*) FROM message_states").fetchone()[0]
             finally:
                 conn.close()
@@ -86,7 +87,7 @@ def _check_sqlite(path: str, settings: Settings) -> list[Finding]:
                     "it is damaged",
                 )
             ]
-        version = int(row[0]) if row is not None else 0
+        version = found_version or 0
         if version > SCHEMA_VERSION:
             found.append(
                 Finding(

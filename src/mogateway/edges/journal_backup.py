@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, open_by
-from mogateway.edges.storage.sqlite import SCHEMA_VERSION
+from mogateway.edges.storage.migrations import LATEST as SCHEMA_VERSION
+from mogateway.edges.storage.migrations import sqlite_file_version
 
 __all__ = ["BackupError", "CopySummary", "backup", "inspect", "restore"]
 
@@ -55,10 +56,10 @@ def inspect(path: str) -> CopySummary:
         problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(5)").fetchall()]
         if problems != ["ok"]:
             raise BackupError(f"{path} failed its integrity check: {'; '.join(problems)}")
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
+        found = sqlite_file_version(conn)
+        if found is None:
             raise BackupError(f"{path} is not a mogateway journal (no schema version)")
-        version = int(row[0])
+        version = found
         messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
         from mogateway.edges.storage.schema import UNFINISHED_SQL
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from mogateway.api.common import GatewayView
 from mogateway.api.console import clients, messages, pages, signin
 from mogateway.api.console.web import ConsoleState
+from mogateway.gateway_view import GatewayView
 
 __all__ = ["install_console"]
 

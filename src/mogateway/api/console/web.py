@@ -25,9 +25,9 @@ import httpx
 from fastapi import Request
 from starlette.responses import RedirectResponse, Response
 
-from mogateway.api.common import GatewayView
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
+from mogateway.gateway_view import GatewayView
 from mogateway.service.stats import StatsService
 
 __all__ = [

@@ -2,16 +2,16 @@
 
 What is here, and only here:
 
-* the tables and their columns, each with its SQLite and PostgreSQL type (the SQLite journal creates
-  its schema from this; the PostgreSQL migrations must arrive at it, which a test checks);
+* the tables and their columns, each with its SQLite and PostgreSQL type (the migrations, which
+  create and change the schema of both engines, must arrive at it, which a test checks);
 * how a message row reads back as a :class:`~mogateway.core.ports.MessageRecord` and how a message is
   written as a row, and how its first timeline entry (received or rejected) is read from that row;
 * how ``core.timeline``'s table becomes SQL: the states in which an event may be applied (a ``WHERE``
   clause) and the state it leads to (a ``CASE`` on the current state). A journal never writes a state
   of its own: it writes the expression this module derives from the table.
 
-What differs between the engines — placeholders, arrays versus multi-row ``VALUES``, the writer — lives
-in each journal's module.
+What differs between the engines — placeholders, arrays versus multi-row ``VALUES`` — is
+``storage.dialect``'s; the writer and connections are each engine's module's.
 
 A message is two rows. Its ``messages`` row is written once, when it is stored, and never changes: it
 is the first entry of its timeline too (``received`` or ``rejected``, with its origin, source id, notes
@@ -32,7 +32,7 @@ import orjson
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Rejection, Sender
 from mogateway.core.ports import MessageRecord
-from mogateway.core.timeline import UNFINISHED_STATES, Event, EventKind, State, Step
+from mogateway.core.timeline import TABLE, UNFINISHED_STATES, Event, EventKind, State, Step
 
 __all__ = [
     "COLUMNS",
@@ -43,10 +43,10 @@ __all__ = [
     "UNFINISHED_SQL",
     "Column",
     "first_event",
+    "first_state",
     "message_row",
+    "postgres_types",
     "record_from_row",
-    "sqlite_indexes",
-    "sqlite_tables",
     "state_row",
     "state_sql",
 ]
@@ -63,7 +63,7 @@ def _c(name: str, sqlite: str, postgres: str | None = None) -> Column:
     return Column(name, sqlite, postgres or sqlite.lower())
 
 
-#: Every table, its columns in order. Indexes and keys are in :data:`_SQLITE_EXTRA` and the migrations.
+#: Every table, its columns in order. Indexes and keys are in the migrations.
 TABLES: Final[dict[str, tuple[Column, ...]]] = {
     # What an MO is: written once, when it is stored.
     "messages": (
@@ -125,7 +125,7 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("count", "INTEGER NOT NULL", "bigint NOT NULL"),
     ),
     # The console's sessions (a hash of the id, never the id) and failed sign-ins per address, shared
-    # by every worker and node (edges/storage/console_sessions.py; PostgreSQL: migration 0008).
+    # by every worker and node (edges/storage/console_sessions.py; migration 0008).
     "console_sessions": (
         _c("id_hash", "TEXT NOT NULL", "text NOT NULL"),
         _c("expires_at", "REAL NOT NULL", "double precision NOT NULL"),
@@ -156,53 +156,6 @@ MESSAGE_COLUMNS: Final = (
 #: (SQLite uses a partial index only for a query whose condition matches it term by term).
 UNFINISHED_SQL: Final = "state IN (" + ", ".join(f"'{s.value}'" for s in sorted(UNFINISHED_STATES)) + ")"
 
-_PRIMARY_KEYS: Final = {
-    "messages": "id",
-    "message_states": "id",
-    "events": "seq",
-    "reply_refs": "ref",
-    "clients": "id",
-    "settings": "key",
-    "stats": "span, at, node, client, kind",
-    "console_sessions": "id_hash",
-    "console_signin_failures": "address, at",
-}
-# messages_msisdn_source: a store looks up the earlier MOs of a number with the same SMSC id or content
-# (the source ids "c:<digest>:*", core.repeats.repeat_lookups) with one seek; it also serves the search by
-# number (which sorts that number's rows by time). It took the place of (msisdn, received_at), so each
-# MO still costs one index entry at a random place, not two (docs/benchmarks.md §0.4).
-_SQLITE_INDEXES: Final = f"""
-CREATE INDEX IF NOT EXISTS messages_received ON messages (received_at);
-DROP INDEX IF EXISTS messages_msisdn;
-CREATE INDEX IF NOT EXISTS messages_msisdn_source ON messages (msisdn, source_id);
-CREATE INDEX IF NOT EXISTS messages_shortcode ON messages (shortcode, received_at);
-CREATE INDEX IF NOT EXISTS message_states_unfinished ON message_states (owner, id) WHERE {UNFINISHED_SQL};
-CREATE INDEX IF NOT EXISTS events_message ON events (message_id, seq);
-CREATE INDEX IF NOT EXISTS console_sessions_expires ON console_sessions (expires_at);
-CREATE INDEX IF NOT EXISTS console_signin_failures_at ON console_signin_failures (at);
-"""
-
-
-def sqlite_tables() -> str:
-    """The SQLite tables (idempotent ``CREATE TABLE IF NOT EXISTS``), from :data:`TABLES`."""
-    parts = ["CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"]
-    for table, columns in TABLES.items():
-        key = _PRIMARY_KEYS[table]
-        body = ",\n    ".join(
-            f"{c.name} {c.sqlite}" + (" PRIMARY KEY" if c.name == key else "") for c in columns
-        )
-        if "," in key:  # a composite key is a table constraint
-            body += f",\n    PRIMARY KEY ({key})"
-        rowid = "" if table == "events" else " WITHOUT ROWID"  # events: seq is the rowid
-        parts.append(f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}\n){rowid};")
-    return "\n".join(parts)
-
-
-def sqlite_indexes() -> str:
-    """The SQLite indexes (idempotent), created once the tables are at the current version."""
-    return _SQLITE_INDEXES
-
-
 # ------------------------------------------------------------------------------------------ rows
 
 
@@ -230,9 +183,16 @@ def message_row(message: Message, now: float) -> tuple[Any, ...]:
     )
 
 
-def state_row(message_id: str, state: State, now: float, owner: int = 0) -> tuple[Any, ...]:
-    """The ``message_states`` row of a newly stored message (:data:`STATE_COLUMNS` order)."""
-    return (message_id, state.value, now, None, None, owner)
+def state_row(message: Message, now: float, owner: int = 0) -> tuple[Any, ...]:
+    """The ``message_states`` row of a newly stored message (:data:`STATE_COLUMNS` order), in the state
+    its first event leads to."""
+    return (message.id, first_state(message).value, now, None, None, owner)
+
+
+def postgres_types(table: str, columns: Sequence[str]) -> tuple[str, ...]:
+    """PostgreSQL's names of the types of ``columns`` of ``table`` (what its arrays of them are made of)."""
+    described = {c.name: c.postgres.split(" NOT NULL")[0].split(" DEFAULT")[0] for c in TABLES[table]}
+    return tuple(described[name] for name in columns)
 
 
 def record_from_row(row: Sequence[Any]) -> MessageRecord:
@@ -275,6 +235,21 @@ def record_from_row(row: Sequence[Any]) -> MessageRecord:
     return MessageRecord(message, State(state), stored_at, updated_at, client_id, reply_text, owner)
 
 
+def _first_kind(message: Message) -> EventKind:
+    return EventKind.RECEIVED if message.rejection is None else EventKind.REJECTED
+
+
+#: Where each first event leads from no state at all, as ``core.timeline.TABLE`` says.
+_FIRST_STATES: Final = {
+    kind: TABLE[(kind, None)].moves[None] for kind in (EventKind.RECEIVED, EventKind.REJECTED)
+}
+
+
+def first_state(message: Message) -> State:
+    """The state a message is stored in: the one its first event (received, or rejected) leads to."""
+    return _FIRST_STATES[_first_kind(message)]
+
+
 def first_event(record: MessageRecord) -> Event:
     """The first entry of a message's timeline, which its row holds: received (or rejected) and stored."""
     m = record.message
@@ -286,8 +261,7 @@ def first_event(record: MessageRecord) -> Event:
     if m.rejection is not None:
         data["reason"] = m.rejection.reason
         data["field"] = m.rejection.field
-        return Event(EventKind.REJECTED, m.received_at, data)
-    return Event(EventKind.RECEIVED, m.received_at, data)
+    return Event(_first_kind(m), m.received_at, data)
 
 
 def event_json(event: Event) -> str:
