@@ -393,9 +393,7 @@ def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
         now = clock.time()
         for message_id, reply in (("m-match", "Your balance is 42."), ("m-none", "Balance 42")):
             await journal.store(
-                [
-                    Message(message_id, SC, "919810012345", "BAL", now, sender=Sender(91, 9810, 12345))
-                ]
+                [Message(message_id, SC, "919810012345", "BAL", now, sender=Sender(91, 9810, 12345))]
             )
             outcome = Event(EventKind.OUTCOME, now, {"outcome": OutcomeKind.REPLY.value, "reply": reply})
             change = Change(message_id, outcome, client_id=cid, reply_text=reply)
