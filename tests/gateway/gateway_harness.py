@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -181,6 +182,23 @@ class Codes:
     def __getitem__(self, index: int) -> str:
         assert 0 <= index < 10, index
         return str(self.base + index)
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` with these labels (and any others, e.g. each worker's
+    ``worker``) in a Prometheus text exposition; 0 when there is none."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        series, _, value = line.rpartition(" ")
+        found, _, rest = series.partition("{")
+        if found != name:
+            continue
+        have = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(value)
+    return total
 
 
 def outcome(message: dict[str, Any]) -> dict[str, Any]:
