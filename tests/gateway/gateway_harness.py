@@ -103,7 +103,7 @@ class GatewayClient:
 
     # ------------------------------------------------------------------ common steps
 
-    def add_client(self, *, shortcodes: list[str], callback_url: str, **fields: Any) -> dict[str, Any]:
+    def add_client(self, *, shortcodes: Sequence[str | int], callback_url: str, **fields: Any) -> dict[str, Any]:
         body = {"name": fields.pop("name", "app"), "shortcodes": shortcodes, "callback_url": callback_url}
         body.update(fields)
         resp = self.admin("POST", "/v1/clients", json=body)
