@@ -103,7 +103,9 @@ class GatewayClient:
 
     # ------------------------------------------------------------------ common steps
 
-    def add_client(self, *, shortcodes: Sequence[str | int], callback_url: str, **fields: Any) -> dict[str, Any]:
+    def add_client(
+        self, *, shortcodes: Sequence[str | int], callback_url: str, **fields: Any
+    ) -> dict[str, Any]:
         body = {"name": fields.pop("name", "app"), "shortcodes": shortcodes, "callback_url": callback_url}
         body.update(fields)
         resp = self.admin("POST", "/v1/clients", json=body)
@@ -182,6 +184,16 @@ class Codes:
     def __getitem__(self, index: int) -> str:
         assert 0 <= index < 10, index
         return str(self.base + index)
+
+
+def settle(gw: GatewayClient, app: Any, shortcode: str, timeout: float = 10.0) -> list[Any]:
+    """Instead of sleeping for "nothing more happens": push a marker MO to ``shortcode`` and wait for its
+    callback. For a client of cap 1 (one worker dispatches it, in order), every callback owed for an
+    earlier MO has then been made. Returns the app's calls other than the marker's."""
+    marker = gw.push(shortcode, "MARKER")["id"]
+    gw.wait_state(marker, timeout=timeout)
+    wait_until(lambda: calls_for(app, marker), f"the marker's callback ({marker})", timeout)
+    return [c for c in list(app.calls) if c.headers.get("x-mogateway-message-id") != marker]
 
 
 def metric(text: str, name: str, **labels: str) -> float:
