@@ -396,7 +396,10 @@ def start_serve(
     """Start ``mogateway serve`` in ``workdir`` on a free port and wait until /healthz answers.
 
     ``preexec_fn`` runs in the child before the gateway starts (e.g. to lower its resource limits);
-    ``args`` are more options of ``serve`` (``--workers 3``)."""
+    ``args`` are more options of ``serve`` (``--workers 3``); without ``--workers`` (or the setting in
+    ``env``) it runs :func:`default_workers`."""
+    if "--workers" not in args and "MOGATEWAY_WORKERS" not in env:
+        args = (*args, "--workers", str(default_workers()))  # serve's default, at least two
     port = free_port()
     stderr_path = workdir / f"{log_name}.stderr"
     with stderr_path.open("wb") as err:
