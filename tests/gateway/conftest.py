@@ -1,18 +1,29 @@
 """Fixtures of the gateway tests: a real gateway on loopback and real callback/MT applications.
 
-``gw`` is an in-process gateway whose reply channel is ``http`` pointing at the ``mt`` recorder, so a test
-can see exactly what was handed to the reply channel (and that nothing else ever is).
+``gw`` is ``mogateway serve`` with its default number of workers (at least two, see
+``gateway_harness.serve_gateway``), shared by the tests of one module: each test registers its clients
+on shortcodes of its own (``codes``) and looks only at its own messages, so the tests do not interfere.
+Its reply channel is ``http`` pointing at the ``mt`` recorder, so a test can see exactly what was
+handed to the reply channel about its messages (and that nothing else ever is): ``calls_for(mt, id)``.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_harness import InProcessGateway, in_process_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
+
+_blocks = itertools.count(1)
+
+
+@pytest.fixture
+def codes() -> Codes:
+    return Codes(10_000 + 10 * next(_blocks))
 
 
 @pytest.fixture
@@ -22,7 +33,7 @@ def app() -> Iterator[CallbackRecorder]:
         yield recorder
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def mt() -> Iterator[CallbackRecorder]:
     """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
     answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
@@ -30,9 +41,8 @@ def mt() -> Iterator[CallbackRecorder]:
         yield recorder
 
 
-@pytest.fixture
-def gw(tmp_path: Path, mt: CallbackRecorder) -> Iterator[InProcessGateway]:
-    with in_process_gateway(
-        tmp_path / "journal.db", reply_channel="http", reply_http_url=mt.url, reply_max_parts=3
-    ) as gateway:
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, mt: CallbackRecorder) -> Iterator[ServeGateway]:
+    workdir: Path = tmp_path_factory.mktemp("gw")
+    with serve_gateway(workdir, reply_channel="http", reply_http_url=mt.url, reply_max_parts=3) as gateway:
         yield gateway

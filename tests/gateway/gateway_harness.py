@@ -1,15 +1,22 @@
-"""Real gateways for the behavioural tests: in-process (Gateway + create_app on uvicorn, in a thread with its
-own event loop, on a free loopback port) or as a ``mogateway serve`` subprocess.
+"""Real gateways for the behavioural tests.
 
-Both are driven over HTTP only, exactly as an operator would; the in-process one also lets a test run a
-coroutine on the gateway's loop (:meth:`InProcessGateway.run`) for the few things no API exposes.
+The default is :func:`serve_gateway`: ``mogateway serve`` as a subprocess, the way an operator runs it —
+several worker processes (``max(2, cores)``: at least two even on a one-core machine, because one
+worker per core is ``serve``'s default) sharing one port and one journal, settings from a TOML file.
+Its client opens a new connection per request, so consecutive calls reach any worker: a test sees what
+every worker sees and cannot depend on which one took a request.
+
+:func:`in_process_gateway` (Gateway + create_app on uvicorn, in a thread with its own event loop) stays
+for tests about one process's own parts; a test that uses it says why in its docstring.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,7 +78,13 @@ class GatewayClient:
     url: str
     admin_token: str = ADMIN_TOKEN
     ingest_token: str = INGEST_TOKEN
-    _http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10.0))
+    #: False: a new connection per request (with several workers, each may reach another worker).
+    keep_alive: bool = True
+    _http: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        limits = httpx.Limits() if self.keep_alive else httpx.Limits(max_keepalive_connections=0)
+        self._http = httpx.Client(timeout=10.0, limits=limits)
 
     def close(self) -> None:
         self._http.close()
@@ -90,7 +103,9 @@ class GatewayClient:
 
     # ------------------------------------------------------------------ common steps
 
-    def add_client(self, *, shortcodes: list[str], callback_url: str, **fields: Any) -> dict[str, Any]:
+    def add_client(
+        self, *, shortcodes: Sequence[str | int], callback_url: str, **fields: Any
+    ) -> dict[str, Any]:
         body = {"name": fields.pop("name", "app"), "shortcodes": shortcodes, "callback_url": callback_url}
         body.update(fields)
         resp = self.admin("POST", "/v1/clients", json=body)
@@ -130,6 +145,72 @@ class GatewayClient:
 def events(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     """The timeline events of one kind."""
     return [ev for ev in message["timeline"] if ev["event"] == kind]
+
+
+def wait_until(
+    predicate: Callable[[], object], what: str, timeout: float = 10.0, every: float = 0.02
+) -> None:
+    """Poll ``predicate`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(every)
+
+
+def calls_for(recorder: Any, message_id: str) -> list[Any]:
+    """The calls a recorder shared by several tests received about one message: a callback (its
+    ``x-mogateway-message-id`` header) or an MT hand-over (``message_id`` in its JSON body)."""
+    found = []
+    for call in list(recorder.calls):
+        if call.headers.get("x-mogateway-message-id") == message_id:
+            found.append(call)
+            continue
+        try:
+            body = call.json()
+        except ValueError:
+            continue
+        if isinstance(body, dict) and body.get("message_id") == message_id:
+            found.append(call)
+    return found
+
+
+class Codes:
+    """Ten shortcodes that no other test uses: ``codes[0]`` … ``codes[9]`` (five digits each)."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def __getitem__(self, index: int) -> str:
+        assert 0 <= index < 10, index
+        return str(self.base + index)
+
+
+def settle(gw: GatewayClient, app: Any, shortcode: str, timeout: float = 10.0) -> list[Any]:
+    """Instead of sleeping for "nothing more happens": push a marker MO to ``shortcode`` and wait for its
+    callback. For a client of cap 1 (one worker dispatches it, in order), every callback owed for an
+    earlier MO has then been made. Returns the app's calls other than the marker's."""
+    marker = gw.push(shortcode, "MARKER")["id"]
+    gw.wait_state(marker, timeout=timeout)
+    wait_until(lambda: calls_for(app, marker), f"the marker's callback ({marker})", timeout)
+    return [c for c in list(app.calls) if c.headers.get("x-mogateway-message-id") != marker]
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` with these labels (and any others, e.g. each worker's
+    ``worker``) in a Prometheus text exposition; 0 when there is none."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        series, _, value = line.rpartition(" ")
+        found, _, rest = series.partition("{")
+        if found != name:
+            continue
+        have = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(value)
+    return total
 
 
 def outcome(message: dict[str, Any]) -> dict[str, Any]:
@@ -315,7 +396,10 @@ def start_serve(
     """Start ``mogateway serve`` in ``workdir`` on a free port and wait until /healthz answers.
 
     ``preexec_fn`` runs in the child before the gateway starts (e.g. to lower its resource limits);
-    ``args`` are more options of ``serve`` (``--workers 3``)."""
+    ``args`` are more options of ``serve`` (``--workers 3``); without ``--workers`` (or the setting in
+    ``env``) it runs :func:`default_workers`."""
+    if "--workers" not in args and "MOGATEWAY_WORKERS" not in env:
+        args = (*args, "--workers", str(default_workers()))  # serve's default, at least two
     port = free_port()
     stderr_path = workdir / f"{log_name}.stderr"
     with stderr_path.open("wb") as err:
@@ -343,6 +427,120 @@ def start_serve(
             running.kill()
             raise RuntimeError(f"mogateway serve did not answer within {timeout} s: {running.stderr()}")
         time.sleep(0.05)
+
+
+# ------------------------------------------------------------------------------------ the default
+
+
+def default_workers() -> int:
+    """The workers of a test gateway: one per core as ``serve`` runs by default, and never fewer than two."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(2, cores)
+
+
+def toml_value(value: Any) -> str:
+    """``value`` as TOML (inline tables and arrays, so any nesting fits on one line)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, Path):
+        return json.dumps(str(value))
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[ " + ", ".join(toml_value(v) for v in value) + " ]"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> Path:
+    path.write_text("".join(f"{k} = {toml_value(v)}\n" for k, v in settings.items() if v is not None))
+    return path
+
+
+@dataclass
+class ServeGateway(GatewayClient):
+    """A running ``mogateway serve`` (see :func:`serve_gateway`), with the operator's client calls."""
+
+    serve: ServeProcess | None = None
+    workers: int = 1
+    config: Path | None = None
+    database: Path | None = None
+
+    @property
+    def process(self) -> ServeProcess:
+        assert self.serve is not None
+        return self.serve
+
+    def stderr(self) -> str:
+        return self.process.stderr()
+
+    def nodes(self) -> set[str]:
+        """The worker names answering ``/healthz`` (each on a new connection)."""
+        return {str(self.request("GET", "/healthz").json()["node"]) for _ in range(4 * self.workers)}
+
+
+def wait_all_workers(url: str, workers: int, timeout: float = 20.0) -> None:
+    """Until every worker has answered ``/healthz`` (new connections reach any listening worker)."""
+    seen: set[object] = set()
+    deadline = time.monotonic() + timeout
+    while len(seen) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {sorted(map(str, seen))} of {workers} workers answered in {timeout} s")
+        with contextlib.suppress(httpx.HTTPError):
+            seen.add(httpx.get(url + "/healthz", timeout=2.0).json().get("node"))
+
+
+@contextmanager
+def serve_gateway(
+    workdir: Path,
+    *,
+    workers: int | None = None,
+    log_name: str = "serve",
+    env: dict[str, str] | None = None,
+    **settings: Any,
+) -> Iterator[ServeGateway]:
+    """``mogateway serve --config <toml> --workers N`` in ``workdir`` (N: :func:`default_workers`), with the
+    tests' tokens, a journal ``workdir/journal.db`` and private callbacks allowed unless ``settings`` say
+    otherwise; stopped gracefully (SIGTERM) when the block ends."""
+    values: dict[str, Any] = {
+        "database": str(workdir / "journal.db"),
+        "admin_token": ADMIN_TOKEN,
+        "ingest_token": INGEST_TOKEN,
+        "allow_private_callbacks": True,  # the callback apps of these tests live on 127.0.0.1
+        "log_level": "warning",
+    }
+    values.update(settings)
+    count = default_workers() if workers is None else workers
+    config = write_settings(workdir / f"{log_name}.toml", values)
+    serve = start_serve(
+        workdir,
+        clean_env(**(env or {})),
+        log_name=log_name,
+        args=("--config", str(config), "--workers", str(count)),
+    )
+    running = ServeGateway(
+        url=serve.url,
+        admin_token=values["admin_token"],
+        ingest_token=values["ingest_token"],
+        keep_alive=False,
+        serve=serve,
+        workers=count,
+        config=config,
+        database=Path(values["database"]) if "://" not in str(values["database"]) else None,
+    )
+    try:
+        if count > 1:
+            wait_all_workers(serve.url, count)
+        yield running
+    finally:
+        running.close()
+        serve.stop()
 
 
 def state_from_timeline(message: dict[str, Any]) -> str | None:

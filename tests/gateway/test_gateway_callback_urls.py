@@ -4,17 +4,21 @@
   deprecated site-local range: refused at registration (422 problem) and again when connecting.
 * Control characters and spaces: refused at registration (API and CLI); non-ASCII: percent-encoded
   once, at registration, and for a URL an older version stored, at send time — never a failure there.
+
+On ``mogateway serve`` with several workers (a strict and a lenient one shared by the module, each test on
+shortcodes of its own). A URL "an older version stored" is written into the stopped gateway's journal,
+which the gateway then starts on.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, InProcessGateway, in_process_gateway, outcome
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, Codes, ServeGateway, outcome, serve_gateway
 from typer.testing import CliRunner
 
 from mogateway.cli import app as cli
@@ -54,19 +58,18 @@ CONTROL_PATHS = {
 
 
 @pytest.fixture(scope="module")
-def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessGateway]:
-    db = tmp_path_factory.mktemp("strict") / "journal.db"
-    with in_process_gateway(db, allow_private_callbacks=False) as gateway:
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeGateway]:
+    with serve_gateway(tmp_path_factory.mktemp("strict"), allow_private_callbacks=False) as gateway:
         yield gateway
 
 
-@pytest.fixture
-def lenient(tmp_path: Path) -> Iterator[InProcessGateway]:
-    with in_process_gateway(tmp_path / "lenient.db") as gateway:
+@pytest.fixture(scope="module")
+def lenient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeGateway]:
+    with serve_gateway(tmp_path_factory.mktemp("lenient")) as gateway:
         yield gateway
 
 
-def register(gw: InProcessGateway, url: str, shortcode: str = SC) -> Any:
+def register(gw: ServeGateway, url: str, shortcode: str = SC) -> Any:
     return gw.admin("POST", "/v1/clients", json={"name": "x", "shortcodes": [shortcode], "callback_url": url})
 
 
@@ -84,12 +87,12 @@ def assert_url_problem(resp: Any, *words: str) -> None:
 
 @pytest.mark.parametrize("url", EMBEDDED_IPV4_URLS)
 def test_ipv6_forms_carrying_a_refused_ipv4_are_refused_at_registration(
-    strict: InProcessGateway, url: str
+    strict: ServeGateway, url: str
 ) -> None:
     assert_url_problem(register(strict, url), "private, loopback or reserved")
 
 
-def test_a_patch_to_an_ipv6_form_carrying_a_refused_ipv4_is_refused(strict: InProcessGateway) -> None:
+def test_a_patch_to_an_ipv6_form_carrying_a_refused_ipv4_is_refused(strict: ServeGateway) -> None:
     created = register(strict, "http://93.184.216.34/cb", shortcode="56001")
     assert created.status_code == 201, created.text
     cid = created.json()["id"]
@@ -100,7 +103,7 @@ def test_a_patch_to_an_ipv6_form_carrying_a_refused_ipv4_is_refused(strict: InPr
 
 
 @pytest.mark.parametrize("url", EMBEDDED_PUBLIC_URLS)
-def test_the_same_prefixes_carrying_a_public_ipv4_are_accepted(strict: InProcessGateway, url: str) -> None:
+def test_the_same_prefixes_carrying_a_public_ipv4_are_accepted(strict: ServeGateway, url: str) -> None:
     created = register(strict, url, shortcode="56002")
     assert created.status_code == 201, created.text
     assert strict.admin("DELETE", f"/v1/clients/{created.json()['id']}").status_code == 204
@@ -108,12 +111,11 @@ def test_the_same_prefixes_carrying_a_public_ipv4_are_accepted(strict: InProcess
 
 def test_ipv6_forms_carrying_a_refused_ipv4_are_refused_again_when_connecting(tmp_path: Path) -> None:
     """Registered while private callbacks were allowed, dispatched after they no longer are."""
-    journal = tmp_path / "shared.db"
     shortcodes = [str(57000 + i) for i in range(len(EMBEDDED_IPV4_URLS))]
-    with in_process_gateway(journal, allow_private_callbacks=True) as lenient:
+    with serve_gateway(tmp_path, allow_private_callbacks=True, log_name="lenient") as lenient:
         for shortcode, url in zip(shortcodes, EMBEDDED_IPV4_URLS, strict=True):
             lenient.add_client(shortcodes=[shortcode], callback_url=url, timeout_s=5)
-    with in_process_gateway(journal, allow_private_callbacks=False) as strict:
+    with serve_gateway(tmp_path, allow_private_callbacks=False, log_name="strict") as strict:
         ids = [strict.push(shortcode, "HELLO")["id"] for shortcode in shortcodes]
         for url, message_id in zip(EMBEDDED_IPV4_URLS, ids, strict=True):
             msg = strict.wait_state(message_id)
@@ -126,14 +128,17 @@ def test_ipv6_forms_carrying_a_refused_ipv4_are_refused_again_when_connecting(tm
 
 @pytest.mark.parametrize("path", CONTROL_PATHS.values(), ids=CONTROL_PATHS.keys())
 def test_control_characters_and_spaces_are_refused_at_registration(
-    lenient: InProcessGateway, app: CallbackRecorder, path: str
+    lenient: ServeGateway, codes: Codes, app: CallbackRecorder, path: str
 ) -> None:
     assert_url_problem(register(lenient, app.base_url + path), "is not allowed in a URL")
-    assert lenient.admin("GET", "/v1/clients").json()["clients"] == []
+    clients = lenient.admin("GET", "/v1/clients").json()["clients"]
+    assert [c for c in clients if c["callback_url"].startswith(app.base_url)] == []
 
 
-def test_control_characters_are_refused_in_a_patch(lenient: InProcessGateway, app: CallbackRecorder) -> None:
-    cid = lenient.add_client(shortcodes=[SC], callback_url=app.url)["id"]
+def test_control_characters_are_refused_in_a_patch(
+    lenient: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    cid = lenient.add_client(shortcodes=[codes[0]], callback_url=app.url)["id"]
     for path in CONTROL_PATHS.values():
         resp = lenient.admin("PATCH", f"/v1/clients/{cid}", json={"callback_url": app.base_url + path})
         assert_url_problem(resp, "is not allowed in a URL")
@@ -141,50 +146,60 @@ def test_control_characters_are_refused_in_a_patch(lenient: InProcessGateway, ap
 
 
 def test_a_non_ascii_url_is_stored_percent_encoded_and_called_that_way(
-    lenient: InProcessGateway, app: CallbackRecorder
+    lenient: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
-    created = lenient.add_client(shortcodes=[SC], callback_url=app.base_url + "/café?städte=köln")
+    created = lenient.add_client(shortcodes=[codes[0]], callback_url=app.base_url + "/café?städte=köln")
     assert created["callback_url"] == app.base_url + "/caf%C3%A9?st%C3%A4dte=k%C3%B6ln"
-    msg = lenient.wait_state(lenient.push(SC, "HELLO")["id"])
+    msg = lenient.wait_state(lenient.push(codes[0], "HELLO")["id"])
     assert msg["state"] == "replied", msg
     assert [c.path for c in app.calls] == ["/caf%C3%A9?st%C3%A4dte=k%C3%B6ln"]
 
 
+def stored_by_an_older_version(tmp_path: Path, shortcode: str, app: CallbackRecorder, path: str) -> None:
+    """A client on ``shortcode`` whose callback URL is ``app`` + ``path`` exactly as written, as a version
+    without the registration check would have stored it: registered, the gateway stopped, the URL
+    written into its journal (the test then starts a gateway on it)."""
+    with serve_gateway(tmp_path, log_name="before") as before:
+        cid = before.add_client(shortcodes=[shortcode], callback_url=app.url)["id"]
+    with sqlite3.connect(tmp_path / "journal.db") as db:
+        changed = db.execute(
+            "UPDATE clients SET doc = json_set(doc, '$.callback_url', ?) WHERE id = ?",
+            (app.base_url + path, cid),
+        )
+        assert changed.rowcount == 1
+    db.close()
+
+
 def test_a_non_ascii_url_stored_by_an_older_version_is_called_not_failed(
-    lenient: InProcessGateway, app: CallbackRecorder
+    tmp_path: Path, codes: Codes, app: CallbackRecorder
 ) -> None:
-    cid = lenient.add_client(shortcodes=[SC], callback_url=app.url)["id"]
-    gateway = lenient.gateway
-    record = gateway.registry.get(cid)
-    # Written straight into the journal, as a version without the registration check would have.
-    lenient.run(gateway.journal.put_client(replace(record, callback_url=app.base_url + "/ünïcode")))
-    lenient.run(gateway.registry.load())
-    msg = lenient.wait_state(lenient.push(SC, "HELLO")["id"])
+    stored_by_an_older_version(tmp_path, codes[0], app, "/ünïcode")
+    with serve_gateway(tmp_path, log_name="after") as gw:
+        msg = gw.wait_state(gw.push(codes[0], "HELLO")["id"])
     assert msg["state"] == "replied", msg
     assert [c.path for c in app.calls] == ["/%C3%BCn%C3%AFcode"]
 
 
 def test_a_control_character_stored_by_an_older_version_fails_with_a_clear_detail(
-    lenient: InProcessGateway, app: CallbackRecorder
+    tmp_path: Path, codes: Codes, app: CallbackRecorder
 ) -> None:
-    cid = lenient.add_client(shortcodes=[SC], callback_url=app.url)["id"]
-    gateway = lenient.gateway
-    record = gateway.registry.get(cid)
-    lenient.run(gateway.journal.put_client(replace(record, callback_url=app.base_url + "/c\tb")))
-    lenient.run(gateway.registry.load())
-    msg = lenient.wait_state(lenient.push(SC, "HELLO")["id"])
+    stored_by_an_older_version(tmp_path, codes[0], app, "/c\tb")
+    with serve_gateway(tmp_path, log_name="after") as gw:
+        msg = gw.wait_state(gw.push(codes[0], "HELLO")["id"])
     assert msg["state"] == "failed"
     assert "'\\t' at position" in outcome(msg)["detail"], outcome(msg)
     assert app.calls == []  # nothing was written to the application
 
 
-def test_the_cli_shows_the_refusal_and_exits_4(lenient: InProcessGateway, app: CallbackRecorder) -> None:
+def test_the_cli_shows_the_refusal_and_exits_4(
+    lenient: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
     env = {
         "MOGATEWAY_URL": lenient.url,
         "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
         "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
     }
-    add = ["clients", "add", "--name", "x", "-s", SC, "-u", app.base_url + "/call back"]
+    add = ["clients", "add", "--name", "x", "-s", codes[0], "-u", app.base_url + "/call back"]
     result = CliRunner().invoke(cli, add, env=env)
     assert result.exit_code == 4, (result.stdout, result.stderr)
     assert "is not allowed in a URL" in result.stderr

@@ -181,9 +181,12 @@ def test_silent_and_slow_connections_are_closed(tmp_path: Path) -> None:
         )  # fmt: skip
         answer = exchange(running, body_stops)
         assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
-        assert httpx.get(
-            running.url + "/v1/messages", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}
-        ).json()["messages"] == []
+        assert (
+            httpx.get(
+                running.url + "/v1/messages", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}
+            ).json()["messages"]
+            == []
+        )
         assert healthy(running)
 
 

@@ -4,11 +4,19 @@ and what happens to a reply (sent with the ids, sent with a note, or blocked) on
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_harness import ADMIN_TOKEN, InProcessGateway, events, in_process_gateway, state_from_timeline
+from gateway_harness import (
+    ADMIN_TOKEN,
+    ServeGateway,
+    events,
+    metric,
+    serve_gateway,
+    state_from_timeline,
+)
 from typer.testing import CliRunner
 
 from mogateway.cli import app as cli
@@ -22,11 +30,27 @@ T_OTP = "1107161234567890002"
 T_BYE = "1107161234567890003"
 
 
-def add_dlt_client(gw: InProcessGateway, app: CallbackRecorder, **fields: Any) -> str:
+@pytest.fixture
+def mt() -> Iterator[CallbackRecorder]:
+    """The MT endpoint, each test's own (these tests count every hand-over)."""
+    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
+
+
+@pytest.fixture
+def gw(tmp_path: Path, mt: CallbackRecorder) -> Iterator[ServeGateway]:
+    """A multi-worker ``mogateway serve`` of each test's own (not yet the module's shared one: these tests
+    still use fixed shortcodes and count what the whole gateway holds)."""
+    with serve_gateway(tmp_path, reply_channel="http", reply_http_url=mt.url, reply_max_parts=3) as gateway:
+        yield gateway
+
+
+def add_dlt_client(gw: ServeGateway, app: CallbackRecorder, **fields: Any) -> str:
     return str(gw.add_client(shortcodes=[SC], callback_url=app.url, dlt_pe_id=PE, **fields)["id"])
 
 
-def add_template(gw: InProcessGateway, cid: str, template_id: str, text: str) -> Any:
+def add_template(gw: ServeGateway, cid: str, template_id: str, text: str) -> Any:
     return gw.admin(
         "POST", f"/v1/clients/{cid}/dlt-templates", json={"template_id": template_id, "text": text}
     )
@@ -44,7 +68,7 @@ def assert_problem(resp: Any, status: int, field: str | None = None) -> dict[str
 # ------------------------------------------------------------------------------- client fields
 
 
-def test_pe_id_and_enforcement_are_client_fields(gw: InProcessGateway, app: CallbackRecorder) -> None:
+def test_pe_id_and_enforcement_are_client_fields(gw: ServeGateway, app: CallbackRecorder) -> None:
     plain = gw.add_client(shortcodes=[SC], callback_url=app.url)
     assert (plain["dlt_pe_id"], plain["dlt_enforce"], plain["dlt_templates"]) == (None, False, 0)
 
@@ -80,7 +104,7 @@ def test_pe_id_and_enforcement_are_client_fields(gw: InProcessGateway, app: Call
     ],
 )
 def test_malformed_dlt_fields_are_422(
-    gw: InProcessGateway, app: CallbackRecorder, fields: dict[str, Any], field: str
+    gw: ServeGateway, app: CallbackRecorder, fields: dict[str, Any], field: str
 ) -> None:
     body = {"name": "x", "shortcodes": [SC], "callback_url": app.url, **fields}
     problem = assert_problem(gw.admin("POST", "/v1/clients", json=body), 422, field)
@@ -91,7 +115,7 @@ def test_malformed_dlt_fields_are_422(
 # ----------------------------------------------------------------------------------- templates
 
 
-def test_templates_round_trip_over_the_api(gw: InProcessGateway, app: CallbackRecorder) -> None:
+def test_templates_round_trip_over_the_api(gw: ServeGateway, app: CallbackRecorder) -> None:
     cid = add_dlt_client(gw, app)
     created = add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     assert created.status_code == 201, created.text
@@ -131,7 +155,7 @@ def test_templates_round_trip_over_the_api(gw: InProcessGateway, app: CallbackRe
     ],
 )
 def test_malformed_templates_are_422_naming_the_field(
-    gw: InProcessGateway, app: CallbackRecorder, template_id: str, text: str, field: str, why: str
+    gw: ServeGateway, app: CallbackRecorder, template_id: str, text: str, field: str, why: str
 ) -> None:
     cid = add_dlt_client(gw, app)
     problem = assert_problem(add_template(gw, cid, template_id, text), 422, field)
@@ -148,9 +172,7 @@ valid 10 min",Approved,{PE}
 """
 
 
-def test_importing_a_portal_export_reports_what_was_refused(
-    gw: InProcessGateway, app: CallbackRecorder
-) -> None:
+def test_importing_a_portal_export_reports_what_was_refused(gw: ServeGateway, app: CallbackRecorder) -> None:
     cid = add_dlt_client(gw, app)
     path = f"/v1/clients/{cid}/dlt-templates/import"
     dry = gw.admin("POST", path, params={"dry_run": "true"}, content=EXPORT.encode()).json()
@@ -188,7 +210,7 @@ def test_importing_a_portal_export_reports_what_was_refused(
     assert (replaced["removed"], replaced["total"]) == ([T_BYE], 2)
 
 
-def test_an_unreadable_import_is_refused_as_a_whole(gw: InProcessGateway, app: CallbackRecorder) -> None:
+def test_an_unreadable_import_is_refused_as_a_whole(gw: ServeGateway, app: CallbackRecorder) -> None:
     cid = add_dlt_client(gw, app)
     path = f"/v1/clients/{cid}/dlt-templates/import"
     problem = assert_problem(
@@ -198,9 +220,7 @@ def test_an_unreadable_import_is_refused_as_a_whole(gw: InProcessGateway, app: C
     assert_problem(gw.admin("POST", path, content=b"msisdn,operator\n1,2\n"), 422, "file")
 
 
-def test_a_large_export_is_not_held_to_the_small_body_limit(
-    gw: InProcessGateway, app: CallbackRecorder
-) -> None:
+def test_a_large_export_is_not_held_to_the_small_body_limit(gw: ServeGateway, app: CallbackRecorder) -> None:
     cid = add_dlt_client(gw, app)
     lines = ["Template ID,Template Content"] + [
         f"11071612345{i:08d},Offer {i}: {{#var#}} {'x' * 150}" for i in range(600)
@@ -216,7 +236,7 @@ def test_a_large_export_is_not_held_to_the_small_body_limit(
 
 
 def test_a_matched_reply_carries_the_ids_and_names_the_template(
-    gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
     cid = add_dlt_client(gw, app)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
@@ -230,7 +250,7 @@ def test_a_matched_reply_carries_the_ids_and_names_the_template(
 
 
 def test_an_unmatched_reply_without_enforcement_goes_out_with_a_note(
-    gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
     cid = add_dlt_client(gw, app)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
@@ -243,7 +263,7 @@ def test_an_unmatched_reply_without_enforcement_goes_out_with_a_note(
 
 
 def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
-    gw: InProcessGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
     cid = add_dlt_client(gw, app, dlt_enforce=True)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
@@ -258,7 +278,7 @@ def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
     assert state_from_timeline(message) == "reply_blocked"
     assert mt.calls == []  # nothing reached the operator
     metrics = gw.admin("GET", "/metrics").text
-    assert f'mogateway_dlt_replies_total{{client="{cid}",result="blocked"}} 1.0' in metrics
+    assert metric(metrics, "mogateway_dlt_replies_total", client=cid, result="blocked") == 1  # all workers
     listed = gw.admin("GET", "/v1/messages", params={"state": "reply_blocked"}).json()["messages"]
     assert [m["id"] for m in listed] == [message_id]
 
@@ -268,15 +288,11 @@ def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
     replayed = gw.wait_state(message_id, frozenset({"replied"}))
     assert events(replayed, "reply_submitted")[-1]["dlt_template"] == T_OTP
     assert mt.wait_for_calls(1)[0].json()["dlt_template_id"] == T_OTP
-    assert (
-        f'mogateway_dlt_replies_total{{client="{cid}",result="matched"}} 1.0'
-        in gw.admin("GET", "/metrics").text
-    )
+    metrics = gw.admin("GET", "/metrics").text
+    assert metric(metrics, "mogateway_dlt_replies_total", client=cid, result="matched") == 1
 
 
-def test_dlt_check_says_which_template_a_reply_would_match(
-    gw: InProcessGateway, app: CallbackRecorder
-) -> None:
+def test_dlt_check_says_which_template_a_reply_would_match(gw: ServeGateway, app: CallbackRecorder) -> None:
     cid = add_dlt_client(gw, app, dlt_enforce=True)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     hit = gw.admin("POST", f"/v1/clients/{cid}/dlt-check", json={"text": "Your balance is 5."}).json()
@@ -290,7 +306,7 @@ def test_dlt_check_says_which_template_a_reply_would_match(
 
 
 @pytest.fixture
-def run(gw: InProcessGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
+def run(gw: ServeGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
     runner = CliRunner()
     env = {"MOGATEWAY_URL": gw.url, "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN}
     monkeypatch.setattr(console, "width", 200)
@@ -304,7 +320,7 @@ def run(gw: InProcessGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_the_cli_round_trips_the_templates(
-    run: Any, gw: InProcessGateway, app: CallbackRecorder, tmp_path: Path
+    run: Any, gw: ServeGateway, app: CallbackRecorder, tmp_path: Path
 ) -> None:
     cid = gw.add_client(shortcodes=[SC], callback_url=app.url)["id"]
     shown = json.loads(run("clients", "dlt-set", cid, "--pe-id", PE, "--enforce", "--json").stdout)
@@ -340,9 +356,7 @@ def test_the_cli_round_trips_the_templates(
 
 
 def test_the_variable_limit_is_a_setting(tmp_path: Path, app: CallbackRecorder, mt: CallbackRecorder) -> None:
-    with in_process_gateway(
-        tmp_path / "journal.db", reply_channel="http", reply_http_url=mt.url, dlt_var_max_chars=5
-    ) as small:
+    with serve_gateway(tmp_path, reply_channel="http", reply_http_url=mt.url, dlt_var_max_chars=5) as small:
         cid = add_dlt_client(small, app, dlt_enforce=True)
         add_template(small, cid, T_BAL, "Your balance is {#var#}.")
         app.answer = Answer.text("Your balance is 123456.")  # 6 characters in the variable
@@ -355,7 +369,7 @@ def test_the_variable_limit_is_a_setting(tmp_path: Path, app: CallbackRecorder, 
         assert check.json()["verdict"] == "matched"
 
 
-def test_the_dlt_routes_are_in_the_openapi_document(gw: InProcessGateway) -> None:
+def test_the_dlt_routes_are_in_the_openapi_document(gw: ServeGateway) -> None:
     paths = gw.request("GET", "/openapi.json").json()["paths"]
     assert {
         "/v1/clients/{client_id}/dlt-templates",
@@ -383,7 +397,7 @@ def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
 
     database = tmp_path / "journal.db"
     settings = {"reply_channel": "http", "reply_http_url": mt.url}
-    with in_process_gateway(database, **settings) as first:
+    with serve_gateway(tmp_path, log_name="first", **settings) as first:
         cid = add_dlt_client(first, app, dlt_enforce=True)
         add_template(first, cid, T_BAL, "Your balance is {#var#}.")
 
@@ -393,9 +407,7 @@ def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
         now = clock.time()
         for message_id, reply in (("m-match", "Your balance is 42."), ("m-none", "Balance 42")):
             await journal.store(
-                [
-                    Message(message_id, SC, "919810012345", "BAL", now, sender=Sender(91, 9810, 12345))
-                ]
+                [Message(message_id, SC, "919810012345", "BAL", now, sender=Sender(91, 9810, 12345))]
             )
             outcome = Event(EventKind.OUTCOME, now, {"outcome": OutcomeKind.REPLY.value, "reply": reply})
             change = Change(message_id, outcome, client_id=cid, reply_text=reply)
@@ -403,7 +415,7 @@ def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
         await journal.close()
 
     asyncio.run(answered_before_the_stop())
-    with in_process_gateway(database, **settings) as second:
+    with serve_gateway(tmp_path, log_name="second", **settings) as second:
         matched = second.wait_state("m-match", frozenset({"replied"}))
         blocked = second.wait_state("m-none", frozenset({"reply_blocked"}))
     assert events(matched, "recovered") and events(matched, "reply_submitted")[0]["dlt_template"] == T_BAL

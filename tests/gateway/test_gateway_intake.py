@@ -1,14 +1,15 @@
-"""Intake over the real ingest API: validation, recorded rejections, dedup, batches, limits, tokens."""
+"""Intake over the real ingest API: validation, recorded rejections, dedup, batches, limits, tokens.
+
+The gateway is ``mogateway serve`` with several workers, shared by the module: each test routes
+shortcodes (and source ids) of its own; an MO without a route is only ever rejected or unroutable."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, InProcessGateway, in_process_gateway
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, Codes, ServeGateway, serve_gateway, settle
 
 from mogateway.testing.recorder import CallbackRecorder
 
@@ -44,20 +45,22 @@ def assert_problem(resp: Any, status: int, field: str | None = None) -> dict[str
     ],
 )
 def test_a_non_indian_or_non_mobile_number_is_refused_and_recorded(
-    gw: InProcessGateway, app: CallbackRecorder, msisdn: str, why: str
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, msisdn: str, why: str
 ) -> None:
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
-    doc = assert_problem(gw.ingest("POST", "/v1/inbound", json=mo(msisdn=msisdn)), 422, "msisdn")
+    gw.add_client(shortcodes=[codes[0]], callback_url=app.url, max_concurrency=1)
+    doc = assert_problem(
+        gw.ingest("POST", "/v1/inbound", json=mo(shortcode=codes[0], msisdn=msisdn)), 422, "msisdn"
+    )
     assert why in doc["reason"]
     assert doc["state"] == "rejected"
     recorded = gw.message(doc["id"])
     assert recorded["state"] == "rejected"
     assert recorded["rejection"] == {"field": "msisdn", "reason": doc["reason"]}
     assert [ev["event"] for ev in recorded["timeline"]] == ["rejected"]
-    listed = gw.admin("GET", "/v1/messages", params={"state": "rejected"}).json()["messages"]
+    params = {"state": "rejected", "shortcode": codes[0]}
+    listed = gw.admin("GET", "/v1/messages", params=params).json()["messages"]
     assert [m["id"] for m in listed] == [doc["id"]]
-    time.sleep(0.2)
-    assert app.calls == []
+    assert settle(gw, app, codes[0]) == []
 
 
 @pytest.mark.parametrize(
@@ -75,17 +78,17 @@ def test_a_non_indian_or_non_mobile_number_is_refused_and_recorded(
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_a_bad_field_is_a_422_naming_it_and_is_recorded(
-    gw: InProcessGateway, body: dict[str, Any], field: str
+    gw: ServeGateway, body: dict[str, Any], field: str
 ) -> None:
     doc = assert_problem(gw.ingest("POST", "/v1/inbound", json=body), 422, field)
     assert gw.message(doc["id"])["rejection"]["field"] == field
 
 
-def test_a_body_that_is_not_an_object_is_a_422(gw: InProcessGateway) -> None:
+def test_a_body_that_is_not_an_object_is_a_422(gw: ServeGateway) -> None:
     assert_problem(gw.ingest("POST", "/v1/inbound", json=["HELLO"]), 422, "body")
 
 
-def test_a_body_that_is_not_json_is_a_400(gw: InProcessGateway) -> None:
+def test_a_body_that_is_not_json_is_a_400(gw: ServeGateway) -> None:
     resp = gw.ingest("POST", "/v1/inbound", content=b"{nope", headers={"content-type": "application/json"})
     assert_problem(resp, 400)
 
@@ -94,37 +97,37 @@ def test_a_body_that_is_not_json_is_a_400(gw: InProcessGateway) -> None:
 
 
 def test_the_same_source_id_twice_is_one_message_and_one_callback(
-    gw: InProcessGateway, app: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
-    first = gw.push(SC, "HELLO", id="smsc-42")
+    gw.add_client(shortcodes=[codes[0]], callback_url=app.url, max_concurrency=1)
+    source = f"smsc-{codes[0]}"
+    first = gw.push(codes[0], "HELLO", id=source)
     assert first["duplicate"] is False
     gw.wait_state(first["id"])
-    second = gw.push(SC, "HELLO again, changed", id="smsc-42")
+    second = gw.push(codes[0], "HELLO again, changed", id=source)
     assert second == {"id": first["id"], "state": "replied", "duplicate": True}
-    time.sleep(0.3)
-    assert len(app.calls) == 1
-    listed = gw.admin("GET", "/v1/messages", params={"shortcode": SC}).json()["messages"]
+    listed = gw.admin("GET", "/v1/messages", params={"shortcode": codes[0]}).json()["messages"]
     assert len(listed) == 1 and listed[0]["message"] == "HELLO"
+    assert len(settle(gw, app, codes[0])) == 1
 
 
 def test_a_duplicate_while_the_first_is_in_flight_is_still_one_callback(
-    gw: InProcessGateway, app: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
+    """(Each push on a new connection: the three may reach different workers.)"""
     from mogateway.testing.recorder import Answer
 
     app.answer = Answer.late(0.5, "slow")
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
-    ids = {gw.push(SC, "HELLO", id="smsc-7")["id"] for _ in range(3)}
+    gw.add_client(shortcodes=[codes[0]], callback_url=app.url, max_concurrency=1)
+    ids = {gw.push(codes[0], "HELLO", id=f"smsc-{codes[0]}")["id"] for _ in range(3)}
     assert len(ids) == 1
     gw.wait_state(ids.pop())
-    time.sleep(0.3)
-    assert len(app.calls) == 1
+    assert len(settle(gw, app, codes[0])) == 1
 
 
-def test_a_rejected_message_sent_again_is_the_same_rejection(gw: InProcessGateway) -> None:
-    first = gw.ingest("POST", "/v1/inbound", json=mo(msisdn="14155550123", id="x-1")).json()
-    again = gw.ingest("POST", "/v1/inbound", json=mo(msisdn="14155550123", id="x-1"))
+def test_a_rejected_message_sent_again_is_the_same_rejection(gw: ServeGateway, codes: Codes) -> None:
+    first = gw.ingest("POST", "/v1/inbound", json=mo(msisdn="14155550123", id=f"x-{codes[0]}")).json()
+    again = gw.ingest("POST", "/v1/inbound", json=mo(msisdn="14155550123", id=f"x-{codes[0]}"))
     doc = assert_problem(again, 422, "msisdn")
     assert (doc["id"], doc["duplicate"], doc["reason"]) == (first["id"], True, first["reason"])
 
@@ -132,15 +135,18 @@ def test_a_rejected_message_sent_again_is_the_same_rejection(gw: InProcessGatewa
 # ------------------------------------------------------------------------------------ batch
 
 
-def test_a_batch_answers_one_result_per_item_in_order(gw: InProcessGateway, app: CallbackRecorder) -> None:
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
+def test_a_batch_answers_one_result_per_item_in_order(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    gw.add_client(shortcodes=[codes[0]], callback_url=app.url, max_concurrency=1)
+    sc, b = codes[0], f"b{codes[0]}-"
     items = [
-        mo(id="b-1", message="first"),
-        mo(id="b-2", msisdn="14155550123"),
-        mo(id="b-1", message="first again"),
+        mo(shortcode=sc, id=b + "1", message="first"),
+        mo(shortcode=sc, id=b + "2", msisdn="14155550123"),
+        mo(shortcode=sc, id=b + "1", message="first again"),
         42,
-        mo(id="b-3", message=None),
-        mo(id="b-4", message="second", msisdn="+91 98100 12345"),
+        mo(shortcode=sc, id=b + "3", message=None),
+        mo(shortcode=sc, id=b + "4", message="second", msisdn="+91 98100 12345"),
     ]
     resp = gw.ingest("POST", "/v1/inbound/batch", json=items)
     assert resp.status_code == 200, resp.text
@@ -154,50 +160,50 @@ def test_a_batch_answers_one_result_per_item_in_order(gw: InProcessGateway, app:
     assert (r[4]["state"], r[4]["field"]) == ("rejected", "message")
     assert (r[5]["state"], r[5]["duplicate"]) == ("queued", False)
     assert (doc["accepted"], doc["rejected"], doc["duplicates"]) == (2, 3, 1)
-    calls = app.wait_for_calls(2)
-    time.sleep(0.3)
-    assert sorted(c.json()["message"] for c in app.calls) == ["first", "second"]
+    app.wait_for_calls(2)
+    calls = settle(gw, app, codes[0])
+    assert sorted(c.json()["message"] for c in calls) == ["first", "second"]
     assert {c.headers["x-mogateway-message-id"] for c in calls} == {r[0]["id"], r[5]["id"]}
 
 
 # ------------------------------------------------------------------------------------ limits
 
 
-@pytest.fixture
-def small_gw(tmp_path: Path) -> Iterator[InProcessGateway]:
-    with in_process_gateway(
-        tmp_path / "j.db", max_body_bytes=2048, max_batch_bytes=4096, max_batch_items=5
-    ) as g:
+@pytest.fixture(scope="module")
+def small_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeGateway]:
+    workdir = tmp_path_factory.mktemp("small")
+    with serve_gateway(workdir, max_body_bytes=2048, max_batch_bytes=4096, max_batch_items=5) as g:
         yield g
 
 
-def test_an_oversized_single_body_is_413(small_gw: InProcessGateway) -> None:
+def test_an_oversized_single_body_is_413(small_gw: ServeGateway) -> None:
     resp = small_gw.ingest("POST", "/v1/inbound", json=mo(message="x" * 3000))
     assert_problem(resp, 413)
 
 
-def test_an_oversized_body_without_content_length_is_413_too(small_gw: InProcessGateway) -> None:
+def test_an_oversized_body_without_content_length_is_413_too(small_gw: ServeGateway) -> None:
     def stream() -> Iterator[bytes]:
         yield b'{"shortcode": "56767", "msisdn": "919810012345", "message": "'
         for _ in range(10):
             yield b"x" * 1000
         yield b'"}'
 
+    before = small_gw.admin("GET", "/v1/messages").json()["messages"]
     resp = small_gw.ingest(
         "POST", "/v1/inbound", content=stream(), headers={"content-type": "application/json"}
     )
     assert_problem(resp, 413)
-    assert small_gw.admin("GET", "/v1/messages").json()["messages"] == []
+    assert small_gw.admin("GET", "/v1/messages").json()["messages"] == before  # nothing stored
 
 
-def test_the_batch_has_its_own_larger_body_limit(small_gw: InProcessGateway) -> None:
+def test_the_batch_has_its_own_larger_body_limit(small_gw: ServeGateway) -> None:
     items = [mo(message="y" * 600) for _ in range(5)]  # ~3.5 KiB: over the single limit, under the batch one
     assert small_gw.ingest("POST", "/v1/inbound/batch", json=items).status_code == 200
     assert_problem(small_gw.ingest("POST", "/v1/inbound/batch", json=[mo(message="z" * 5000)]), 413)
     assert_problem(small_gw.ingest("POST", "/v1/inbound/batch", json=[mo()] * 6), 413)
 
 
-def test_the_default_single_body_limit_is_64_kib(gw: InProcessGateway) -> None:
+def test_the_default_single_body_limit_is_64_kib(gw: ServeGateway) -> None:
     assert_problem(gw.ingest("POST", "/v1/inbound", json=mo(message="x" * 70_000)), 413)
 
 
@@ -216,7 +222,7 @@ def test_the_default_single_body_limit_is_64_kib(gw: InProcessGateway) -> None:
 )
 @pytest.mark.parametrize("header", [None, "Bearer wrong-token-0123456789", "Basic abc", "Bearer"])
 def test_missing_or_wrong_tokens_are_401(
-    gw: InProcessGateway, method: str, path: str, body: Any, header: str | None
+    gw: ServeGateway, method: str, path: str, body: Any, header: str | None
 ) -> None:
     headers = {} if header is None else {"authorization": header}
     resp = gw.request(method, path, json=body, headers=headers)
@@ -224,7 +230,7 @@ def test_missing_or_wrong_tokens_are_401(
     assert resp.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_admin_and_ingest_tokens_are_not_interchangeable(gw: InProcessGateway) -> None:
+def test_admin_and_ingest_tokens_are_not_interchangeable(gw: ServeGateway) -> None:
     assert_problem(gw.request("POST", "/v1/inbound", token=ADMIN_TOKEN, json=mo()), 401)
     assert_problem(gw.request("POST", "/v1/inbound/batch", token=ADMIN_TOKEN, json=[mo()]), 401)
     assert_problem(gw.request("GET", "/v1/clients", token=INGEST_TOKEN), 401)

@@ -1,16 +1,18 @@
 """Signed callbacks from a real gateway: what a signing client receives (verified with the SDK), rotation
-with its grace period, turning signing on and off, and where a secret may and may not appear."""
+with its grace period, turning signing on and off, and where a secret may and may not appear.
+
+The gateways are ``mogateway serve`` with several workers (one per module for each grace setting), each
+test on shortcodes of its own: a secret rotated through one worker signs on every worker at once."""
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_harness import InProcessGateway, in_process_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway, wait_until
 
 from mogateway import __version__
 from mogateway.client import SignatureError, verify_signature
@@ -24,14 +26,16 @@ GRACE_S = 1.5
 URLSAFE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-@pytest.fixture
-def short_grace_gw(tmp_path: Path) -> Iterator[InProcessGateway]:
-    with in_process_gateway(tmp_path / "journal.db", signing_grace_s=GRACE_S) as gateway:
+@pytest.fixture(scope="module")
+def short_grace_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeGateway]:
+    with serve_gateway(tmp_path_factory.mktemp("grace"), signing_grace_s=GRACE_S) as gateway:
         yield gateway
 
 
-def one_call(gw: InProcessGateway, app: CallbackRecorder, message: str = "HELLO") -> tuple[RecordedCall, str]:
-    accepted = gw.push(SC, message)
+def one_call(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, message: str = "HELLO"
+) -> tuple[RecordedCall, str]:
+    accepted = gw.push(codes[0], message)
     gw.wait_state(accepted["id"])
     calls = [c for c in app.calls if c.headers.get("x-mogateway-message-id") == accepted["id"]]
     assert len(calls) == 1, app.calls
@@ -47,15 +51,15 @@ def verifies(call: RecordedCall, secret: str) -> bool:
 
 
 def test_a_signing_client_gets_callbacks_the_sdk_verifies(
-    gw: InProcessGateway, app: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
-    client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
+    client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url, sign_callbacks=True)
     secret = client["signing_secret"]
     assert client["sign_callbacks"] is True and client["signing_grace_until"] is None
     assert len(secret) >= 43 and set(secret) <= URLSAFE  # 32 random bytes, url-safe
     assert secret != client["token"]
 
-    call, message_id = one_call(gw, app)
+    call, message_id = one_call(gw, codes, app)
     assert verify_signature(call.body, call.headers, secret) == int(call.headers[TIMESTAMP_HEADER])
     assert abs(int(call.headers[TIMESTAMP_HEADER]) - time.time()) < 10
     assert call.headers[SIGNATURE_HEADER].count("v1=") == 1
@@ -71,18 +75,22 @@ def test_a_signing_client_gets_callbacks_the_sdk_verifies(
     assert caught.value.reason.value == "no_match"
 
 
-def test_an_unsigned_client_gets_no_signature_headers(gw: InProcessGateway, app: CallbackRecorder) -> None:
-    client = gw.add_client(shortcodes=[SC], callback_url=app.url)
+def test_an_unsigned_client_gets_no_signature_headers(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url)
     assert client["sign_callbacks"] is False and "signing_secret" not in client
-    call, _ = one_call(gw, app)
+    call, _ = one_call(gw, codes, app)
     assert TIMESTAMP_HEADER not in call.headers and SIGNATURE_HEADER not in call.headers
     assert not [
         name for name in call.headers if name.startswith("x-mogateway-") and name != "x-mogateway-message-id"
     ]
 
 
-def test_the_secret_is_shown_once_and_never_again(gw: InProcessGateway, app: CallbackRecorder) -> None:
-    client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
+def test_the_secret_is_shown_once_and_never_again(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url, sign_callbacks=True)
     secret, token = client["signing_secret"], client["token"]
     shown = gw.admin("GET", f"/v1/clients/{client['id']}")
     listed = gw.admin("GET", "/v1/clients")
@@ -95,7 +103,7 @@ def test_the_secret_is_shown_once_and_never_again(gw: InProcessGateway, app: Cal
         assert "signing_secret" not in response.text
     assert shown.json()["sign_callbacks"] is True
     assert patched.json()["sign_callbacks"] is True  # already signing: the same secret, not shown
-    call, message_id = one_call(gw, app)
+    call, message_id = one_call(gw, codes, app)
     assert verifies(call, secret)
     # Neither the timeline nor the message shows a secret.
     assert secret not in gw.admin("GET", f"/v1/messages/{message_id}").text
@@ -106,8 +114,8 @@ def test_the_secret_is_shown_once_and_never_again(gw: InProcessGateway, app: Cal
     assert "token" not in rotated_secret and rotated_secret["signing_secret"] != secret
 
 
-def test_signing_can_be_turned_on_and_off(gw: InProcessGateway, app: CallbackRecorder) -> None:
-    client = gw.add_client(shortcodes=[SC], callback_url=app.url)
+def test_signing_can_be_turned_on_and_off(gw: ServeGateway, codes: Codes, app: CallbackRecorder) -> None:
+    client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url)
     refused = gw.admin("POST", f"/v1/clients/{client['id']}/signing-secret")
     assert refused.status_code == 409
     assert refused.headers["content-type"] == "application/problem+json"
@@ -116,12 +124,12 @@ def test_signing_can_be_turned_on_and_off(gw: InProcessGateway, app: CallbackRec
     on = gw.admin("PATCH", f"/v1/clients/{client['id']}", json={"sign_callbacks": True})
     assert on.status_code == 200 and on.json()["sign_callbacks"] is True
     secret = on.json()["signing_secret"]
-    call, _ = one_call(gw, app)
+    call, _ = one_call(gw, codes, app)
     assert verifies(call, secret)
 
     off = gw.admin("PATCH", f"/v1/clients/{client['id']}", json={"sign_callbacks": False})
     assert off.json()["sign_callbacks"] is False and "signing_secret" not in off.json()
-    call, _ = one_call(gw, app, "AGAIN")
+    call, _ = one_call(gw, codes, app, "AGAIN")
     assert SIGNATURE_HEADER not in call.headers and TIMESTAMP_HEADER not in call.headers
 
     again = gw.admin("PATCH", f"/v1/clients/{client['id']}", json={"sign_callbacks": True}).json()
@@ -129,10 +137,10 @@ def test_signing_can_be_turned_on_and_off(gw: InProcessGateway, app: CallbackRec
 
 
 def test_rotation_signs_with_both_secrets_during_the_grace_then_only_the_new(
-    short_grace_gw: InProcessGateway, app: CallbackRecorder
+    short_grace_gw: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
     gw = short_grace_gw
-    client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
+    client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url, sign_callbacks=True)
     old = client["signing_secret"]
     before = time.time()
     rotated = gw.admin("POST", f"/v1/clients/{client['id']}/signing-secret")
@@ -146,42 +154,47 @@ def test_rotation_signs_with_both_secrets_during_the_grace_then_only_the_new(
 
     assert before + GRACE_S - 1 <= parse_tsiso(grace_until).timestamp() <= time.time() + GRACE_S + 1
 
-    during, _ = one_call(gw, app, "DURING")
+    during, _ = one_call(gw, codes, app, "DURING")
     assert during.headers[SIGNATURE_HEADER].count("v1=") == 2
     assert verifies(during, old) and verifies(during, new)
     # Newest first: the first value is the new secret's.
     first = during.headers[SIGNATURE_HEADER].split(",")[0]
     assert verify_signature(during.body, {**during.headers, SIGNATURE_HEADER: first}, new)
 
-    time.sleep(max(0.0, parse_tsiso(grace_until).timestamp() - time.time()) + 0.2)
-    after, _ = one_call(gw, app, "AFTER")
+    wait_until(
+        lambda: gw.admin("GET", f"/v1/clients/{client['id']}").json()["signing_grace_until"] is None,
+        "the grace period to end",
+        timeout=GRACE_S + 5,
+    )
+    assert time.time() >= parse_tsiso(grace_until).timestamp()
+    after, _ = one_call(gw, codes, app, "AFTER")
     assert after.headers[SIGNATURE_HEADER].count("v1=") == 1
     assert verifies(after, new) and not verifies(after, old)
     assert gw.admin("GET", f"/v1/clients/{client['id']}").json()["signing_grace_until"] is None
 
 
 def test_a_rotation_with_no_grace_signs_with_the_new_secret_at_once(
-    tmp_path: Path, app: CallbackRecorder
+    tmp_path: Path, codes: Codes, app: CallbackRecorder
 ) -> None:
-    with in_process_gateway(tmp_path / "journal.db", signing_grace_s=0) as gw:
-        client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
+    with serve_gateway(tmp_path, signing_grace_s=0) as gw:
+        client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url, sign_callbacks=True)
         rotated = gw.admin("POST", f"/v1/clients/{client['id']}/signing-secret").json()
         assert rotated["signing_grace_until"] is None
-        call, _ = one_call(gw, app)
+        call, _ = one_call(gw, codes, app)
         assert verifies(call, rotated["signing_secret"]) and not verifies(call, client["signing_secret"])
 
 
-def test_secrets_never_reach_the_log(
-    gw: InProcessGateway, app: CallbackRecorder, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.DEBUG):
-        client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
-        one_call(gw, app)
+def test_secrets_never_reach_the_log(tmp_path: Path, codes: Codes, app: CallbackRecorder) -> None:
+    """The whole log of a gateway at DEBUG (every worker's: its stderr)."""
+    with serve_gateway(tmp_path, log_level="debug") as gw:
+        client = gw.add_client(shortcodes=[codes[0]], callback_url=app.url, sign_callbacks=True)
+        one_call(gw, codes, app)
         rotated = gw.admin("POST", f"/v1/clients/{client['id']}/signing-secret").json()
-        one_call(gw, app, "AGAIN")
+        one_call(gw, codes, app, "AGAIN")
         bad = gw.admin("PATCH", f"/v1/clients/{client['id']}", json={"sign_callbacks": "perhaps"})
         assert bad.status_code == 422
-    logged = caplog.text + "".join(repr(r.args) for r in caplog.records)
+    logged = gw.stderr()
+    assert "DEBUG" in logged  # (the log was at DEBUG)
     for secret in (client["token"], client["signing_secret"], rotated["signing_secret"]):
         assert secret not in logged
 

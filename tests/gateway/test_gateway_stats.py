@@ -1,4 +1,7 @@
-"""``GET /v1/stats``: figures from the gateway's own counters, kept in the journal across restarts."""
+"""``GET /v1/stats``: figures from the gateway's own counters, kept in the journal across restarts.
+
+Each test counts a whole gateway's figures, so each has a ``mogateway serve`` of its own, with several
+workers: the figures are every worker's, added up."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway_harness import GatewayClient, in_process_gateway
+from gateway_harness import GatewayClient, serve_gateway
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
@@ -34,7 +37,7 @@ def stats(gw: GatewayClient, window: str = "5m") -> dict[str, Any]:
 def test_outcomes_clients_series_and_latency(tmp_path: Path, app: CallbackRecorder) -> None:
     with (
         CallbackRecorder.in_thread(Answer(status=500, body=b"no")) as broken,
-        in_process_gateway(tmp_path / "j.db", stats_flush_s=0.5) as gw,
+        serve_gateway(tmp_path, stats_flush_s=0.5) as gw,
     ):
         good = gw.add_client(name="good", shortcodes=["56767"], callback_url=app.url)
         bad = gw.add_client(name="bad", shortcodes=["56768"], callback_url=broken.url)
@@ -76,18 +79,17 @@ def test_outcomes_clients_series_and_latency(tmp_path: Path, app: CallbackRecord
 
 
 def test_figures_survive_a_restart_and_add_up(tmp_path: Path, app: CallbackRecorder) -> None:
-    db = tmp_path / "j.db"
-    with in_process_gateway(db, stats_flush_s=0.5, node_name="n1") as gw:
+    with serve_gateway(tmp_path, stats_flush_s=0.5, node_name="n1") as gw:
         gw.add_client(name="good", shortcodes=["56767"], callback_url=app.url)
         for n in range(4):
             gw.wait_state(gw.push("56767", f"HI {n}")["id"])
         wait_for(lambda: stats(gw, "1h"), lambda d: d["totals"]["replies"] == 4)
-    with in_process_gateway(db, stats_flush_s=0.5, node_name="n1") as gw:
+    with serve_gateway(tmp_path, stats_flush_s=0.5, node_name="n1") as gw:
         assert stats(gw, "1h")["totals"]["replies"] == 4  # from the journal: memory is new
         gw.wait_state(gw.push("56767", "ONE MORE")["id"])
         doc = wait_for(lambda: stats(gw, "today"), lambda d: d["totals"]["replies"] == 5)
         assert doc["totals"]["outcomes"]["reply"] == 5
-    with in_process_gateway(db, stats_flush_s=0.5, node_name="n1") as gw:
+    with serve_gateway(tmp_path, stats_flush_s=0.5, node_name="n1") as gw:
         assert stats(gw, "1h")["totals"]["outcomes"]["reply"] == 5  # nothing replaced, nothing lost
 
 

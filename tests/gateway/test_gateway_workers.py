@@ -371,8 +371,9 @@ async def test_an_mo_redelivered_over_the_other_bind_of_its_account_is_one_mo(tm
         for n in range(count):
             number, text = f"91981001{n:04d}", f"VOTE {n}"
             if n % 2:
-                first, again = await smsc.inject_mo(number, SC, text), await smsc.inject_mo(
-                    number, SC, text, receiver=1
+                first, again = (
+                    await smsc.inject_mo(number, SC, text),
+                    await smsc.inject_mo(number, SC, text, receiver=1),
                 )
             else:
                 first, again = await asyncio.gather(

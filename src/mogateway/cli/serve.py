@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
+    _keep_running_after_a_stop_signal(server)
     settle_heap()  # what start-up built lives as long as the process: out of the collector's way
     if seat is None:
         logging.getLogger("mogateway").info(
@@ -110,6 +113,23 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
 
 #: A worker's heartbeat to its supervisor, from its event loop (supervisor.py: the systemd watchdog).
 HEARTBEAT_S = 1.0
+
+
+def _keep_running_after_a_stop_signal(server: Any) -> None:
+    """uvicorn (0.29+) raises the SIGTERM/SIGINT it caught again once it has shut down, which ends the
+    process before the gateway stops: callbacks in flight were cut off instead of drained, binds never
+    unbound. Forget the signal: the gateway's own stop follows, and the process exits when it is done."""
+    capture = server.capture_signals
+
+    @contextlib.contextmanager
+    def capture_and_forget() -> Iterator[None]:
+        with capture():
+            try:
+                yield
+            finally:
+                server._captured_signals.clear()
+
+    server.capture_signals = capture_and_forget
 
 
 async def _announce(server: Any, ready_fd: int) -> None:
