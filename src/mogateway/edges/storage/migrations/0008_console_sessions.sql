@@ -3,7 +3,7 @@
 -- A session is kept under a SHA-256 of its id, never the id; its flashes are sealed with a key derived
 -- from the id. Both tables are bounded by the gateway (expired rows and the oldest beyond a cap go).
 CREATE TABLE console_sessions (
-    id_hash    text PRIMARY KEY,
+    id_hash    text NOT NULL PRIMARY KEY,
     expires_at double precision NOT NULL,
     flashes    text NOT NULL DEFAULT ''
 );
