@@ -27,10 +27,8 @@ class Clock:
         return self.now
 
 
-def retention(journal: Journal, clock: Clock, export_dir: Path | None = None, **kw: object) -> Retention:
-    return Retention(
-        journal, Metrics(), days=2, export_dir=export_dir, clock=clock, batch=4, pause_s=0, **kw
-    )  # type: ignore[arg-type]
+def retention(journal: Journal, clock: Clock, export_dir: Path | None = None) -> Retention:
+    return Retention(journal, Metrics(), days=2, export_dir=export_dir, clock=clock, batch=4, pause_s=0)
 
 
 async def present(journal: Journal, ids: Sequence[str]) -> list[str]:
