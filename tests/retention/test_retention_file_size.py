@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import retention as bench  # noqa: E402  (bench/retention.py)
+import retention as bench  # bench/retention.py
 
 
 async def test_the_journal_file_levels_off_at_a_steady_rate(tmp_path: Path) -> None:
