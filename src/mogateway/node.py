@@ -61,6 +61,7 @@ from mogateway.service.readiness import Reason, readiness
 from mogateway.service.registry import Registry
 from mogateway.service.replay import replay
 from mogateway.service.replier import Replier, ReplyRouter
+from mogateway.service.retention import Retention
 from mogateway.service.stats import StatsService
 
 __all__ = [
@@ -181,6 +182,7 @@ class Gateway:
         self.replier: Replier | None = None
         self.cluster: Cluster | None = None
         self.stats: StatsService | None = None
+        self.retention: Retention | None = None  # with message_retention_days, on one process
         self._socket: WorkerSocket | None = None
         self._http: Http1Client | None = None
         self._reply_session: aiohttp.ClientSession | None = None
@@ -250,6 +252,17 @@ class Gateway:
         )
         await self.stats.seed()
         self._tasks.append(asyncio.create_task(self.stats.run_forever(), name="stats"))
+        if s.message_retention_days > 0 and (self.seat is None or self.seat.index == 0):
+            # One sweeper per journal: the first worker on SQLite; a cluster's nodes take turns
+            # (Journal.sweeping, an advisory lock). service/retention.py.
+            self.retention = Retention(
+                self.journal,
+                self.metrics,
+                days=s.message_retention_days,
+                export_dir=s.retention_export_dir,
+                health=self.journal_health,
+            )
+            self._tasks.append(asyncio.create_task(self.retention.run_forever(), name="retention"))
         self.dispatcher.start()
         self._tasks.append(asyncio.create_task(self.registry.refresh_forever(), name="registry-refresh"))
         self.started_at = time.time()

@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     console_session_minutes: int = Field(480, ge=5, le=7 * 24 * 60)
     stats_flush_s: float = Field(2.0, ge=0.5, le=60)
     stats_retention_days: int = Field(8, ge=1, le=400)
+    # Retention (service.retention): finished messages received more than this many days ago are
+    # deleted (0 keeps everything); each day's are first written to retention_export_dir, when set.
+    message_retention_days: int = Field(30, ge=0, le=36_500)
+    retention_export_dir: Path | None = None
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"

@@ -20,6 +20,7 @@ Rules every implementation keeps (one behavioural suite per port runs against ea
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ __all__ = [
     "ClientStore",
     "QueueEntry",
     "ConsoleSessionStore",
+    "FinishedMessage",
     "Journal",
     "MessageFilter",
     "MessageHistory",
@@ -53,6 +55,7 @@ __all__ = [
     "ReplyChannel",
     "ReplyError",
     "ReplySubmitted",
+    "RetentionStore",
     "SecretKeyError",
     "SettingStore",
     "StatsRow",
@@ -207,6 +210,57 @@ class SettingStore(Protocol):
     async def set_setting_if_absent(self, key: str, value: str) -> str: ...
 
 
+# ------------------------------------------------------------------------------------------ retention
+
+
+@immutable
+class FinishedMessage:
+    """A finished message as retention exports it: its record, its whole timeline (first entry
+    included) and its reply references."""
+
+    record: MessageRecord
+    events: tuple[Event, ...]
+    reply_refs: tuple[str, ...]
+
+
+class RetentionStore(Protocol):
+    """Deleting old finished messages (``service.retention``) with everything kept under their id
+    (timeline events, reply references). An unfinished message is never deleted, whatever its age."""
+
+    async def finished_page(
+        self,
+        received_since: float,
+        received_before: float,
+        *,
+        after: tuple[float, str] | None = None,
+        limit: int = 1000,
+    ) -> list[FinishedMessage]:
+        """Finished messages received in ``[received_since, received_before)``, ordered by (received
+        time, id) — ids compared byte by byte — starting after the key ``after``."""
+        ...
+
+    async def delete_finished(
+        self, received_before: float, *, received_since: float = 0.0, limit: int = 1000
+    ) -> int:
+        """Delete up to ``limit`` finished messages received in the range, oldest first; how many."""
+        ...
+
+    async def delete_finished_ids(self, message_ids: Sequence[str]) -> int:
+        """Delete those of ``message_ids`` that are finished (unknown ids are skipped); how many."""
+        ...
+
+    async def reclaim_space(self, max_pages: int) -> int:
+        """Give up to ``max_pages`` of the journal's free pages back to the file system (SQLite's
+        incremental vacuum); how many. 0 where the engine does it itself (PostgreSQL)."""
+        ...
+
+    def sweeping(self) -> AbstractAsyncContextManager[bool]:
+        """Whether this process may sweep now; while the block runs, no other process sharing the
+        journal is told yes (PostgreSQL: an advisory lock; SQLite: always yes, the gateway lets
+        only its first worker sweep)."""
+        ...
+
+
 # ------------------------------------------------------------------------------------------ nodes
 
 
@@ -315,7 +369,16 @@ class ConsoleSessionStore(Protocol):
         ...
 
 
-class Journal(MessageStore, MessageHistory, ReceiptStore, ClientStore, SettingStore, StatsStore, Protocol):
+class Journal(
+    MessageStore,
+    MessageHistory,
+    ReceiptStore,
+    ClientStore,
+    SettingStore,
+    StatsStore,
+    RetentionStore,
+    Protocol,
+):
     """Everything durable, in one engine (SQLite, PostgreSQL)."""
 
     async def open(self) -> None: ...

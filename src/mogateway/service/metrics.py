@@ -229,3 +229,8 @@ class Metrics:
         self.ready = Gauge(
             "mogateway_ready", "1 when this process takes traffic (/readyz), else 0", registry=r
         )
+        self.retention_deleted = Counter(
+            "mogateway_retention_deleted",
+            "Finished messages deleted by retention (message_retention_days), with their events",
+            registry=r,
+        )

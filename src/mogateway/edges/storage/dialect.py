@@ -17,7 +17,9 @@ every parameter and asks its :class:`Dialect` for the few things the engines spe
 * what keeps two writers from storing one MO twice: SQLite's writers take turns for the whole
   transaction (the workers' lock, ``BEGIN IMMEDIATE``); PostgreSQL's nodes take a lock per number
   (:attr:`Dialect.number_locks`);
-* an index hint (SQLite) and byte order for a range of source ids (PostgreSQL's collations).
+* an index hint (SQLite) and byte order for a range of source ids (PostgreSQL's collations);
+* giving free pages back to the file system (SQLite's incremental vacuum; PostgreSQL's autovacuum
+  needs no statement) — :attr:`Dialect.reclaim_page`.
 
 Everything else — the SQL, upserts (``ON CONFLICT``, which both engines spell alike), row values — is
 the same text for both.
@@ -50,9 +52,13 @@ class Dialect:
     in fixed-size chunks (SQLite).
     """
 
-    def __init__(self, name: str, *, arrays: bool, number_locks: str | None = None) -> None:
+    def __init__(
+        self, name: str, *, arrays: bool, number_locks: str | None = None, reclaim_page: str | None = None
+    ) -> None:
         self.name = name
         self.arrays = arrays
+        #: A statement giving one free page back to the file system; None where the engine does it.
+        self.reclaim_page = reclaim_page
         #: A statement taking the numbers a store looks up earlier MOs of (an array), which holds every
         #: other writer storing an MO of those numbers off until this transaction ends; None where the
         #: writers already take turns for whole transactions.
@@ -179,7 +185,13 @@ async def run_async(conn: Any, program: Program[T]) -> T:
         return result
 
 
-SQLITE: Final = Dialect("sqlite", arrays=False)
+SQLITE: Final = Dialect(
+    "sqlite",
+    arrays=False,
+    # One page per statement: Python's sqlite3 steps a statement that returns no columns once, and each
+    # step of incremental_vacuum moves one page (N in "incremental_vacuum(N)" would be ignored).
+    reclaim_page="PRAGMA incremental_vacuum",
+)
 POSTGRES: Final = Dialect(
     "postgres",
     arrays=True,

@@ -16,10 +16,11 @@ that the database is at this mogateway's version, so no two nodes race to change
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _MAX_GROUP = 5000  # messages or changes merged into one transaction
+#: The advisory lock one node of a cluster holds while it sweeps old messages (service.retention).
+_SWEEP_LOCK = 0x6D6F7277  # "morw"; the migrations' lock is another
 _RETRIES = 3
 #: The order in which a group writes its batches: a change may follow the store of its message.
 _ORDER: tuple[Batch, ...] = (batches.store, batches.apply, batches.deliveries)
@@ -129,6 +132,18 @@ class PostgresJournal(SqlJournal):
     def console_sessions(self) -> PostgresConsoleSessions:
         """The console's sessions and sign-in throttle, in this journal (storage/console_sessions.py)."""
         return PostgresConsoleSessions(self._require_pool)
+
+    @contextlib.asynccontextmanager
+    async def sweeping(self) -> AsyncIterator[bool]:
+        """Yes for one node of the cluster at a time: a session advisory lock, held on a connection of
+        the pool for the sweep (released by the server should that connection die)."""
+        async with self._require_pool().acquire() as conn:
+            held = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", _SWEEP_LOCK))
+            try:
+                yield held
+            finally:
+                if held:
+                    await conn.execute("SELECT pg_advisory_unlock($1)", _SWEEP_LOCK)
 
     # ------------------------------------------------------------------ programs
 

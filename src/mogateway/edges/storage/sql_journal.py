@@ -17,15 +17,16 @@ with ``?`` placeholders and the dialect's few helpers; both engines then run it 
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, TypeVar
 
 import orjson
 
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import Message
-from mogateway.core.ports import MessageFilter, MessageRecord, StatsRow, Stored
+from mogateway.core.ports import FinishedMessage, MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage import batches
 from mogateway.edges.storage.client_documents import client_document, client_from_document
@@ -181,6 +182,39 @@ class SqlJournal(abc.ABC):
         by_time: bool = False,
     ) -> list[StatsRow]:
         return await self._reading(_read_stats, span, since, until, node, exclude_node, by_time)
+
+    # ------------------------------------------------------------------ retention
+
+    async def finished_page(
+        self,
+        received_since: float,
+        received_before: float,
+        *,
+        after: tuple[float, str] | None = None,
+        limit: int = 1000,
+    ) -> list[FinishedMessage]:
+        return await self._reading(
+            _finished_page, received_since, received_before, after, limit, snapshot=True
+        )
+
+    async def delete_finished(
+        self, received_before: float, *, received_since: float = 0.0, limit: int = 1000
+    ) -> int:
+        return await self._writing(_delete_finished, received_since, received_before, limit)
+
+    async def delete_finished_ids(self, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        return await self._writing(_delete_finished_ids, list(message_ids))
+
+    async def reclaim_space(self, max_pages: int) -> int:
+        if self.dialect.reclaim_page is None or max_pages <= 0:
+            return 0
+        return await self._writing(_reclaim, max_pages)
+
+    @contextlib.asynccontextmanager
+    async def sweeping(self) -> AsyncIterator[bool]:
+        yield True
 
 
 # ------------------------------------------------------------------------------------------ messages
@@ -357,3 +391,84 @@ def _read_stats(
     params = params if by_time else [since, *params]
     rows = yield [(d.sql(sql), params)]
     return [StatsRow(span, int(at), "", client, kind, int(n)) for at, client, kind, n in rows]
+
+
+# ------------------------------------------------------------------------------------------ retention
+
+#: A finished message: the state row is in none of the unfinished states (spelled as schema's).
+_FINISHED: Final = f"NOT s.{UNFINISHED_SQL}"
+#: The finished messages received in a range (two parameters), over :data:`MESSAGES_FROM`.
+_OLD_FINISHED: Final = f"m.received_at >= ? AND m.received_at < ? AND {_FINISHED}"
+
+
+def _finished_page(
+    d: Dialect, since: float, before: float, after: tuple[float, str] | None, limit: int
+) -> Program[list[FinishedMessage]]:
+    key = d.bytewise("m.id")
+    sql = f"{_SELECT} WHERE {_OLD_FINISHED}"
+    params: list[Any] = [since, before]
+    if after is not None:
+        sql += f" AND (m.received_at, {key}) > (?, ?)"
+        params += after
+    rows = yield [(d.sql(f"{sql} ORDER BY m.received_at, {key} LIMIT ?"), [*params, limit])]
+    records = [record_from_row(row) for row in rows]
+    if not records:
+        return []
+    ids = [r.message.id for r in records]
+    events: dict[str, list[Event]] = {}
+    for mid, kind, at, data in (
+        yield d.keyed(
+            "SELECT message_id, kind, at, data FROM events WHERE message_id {keys} ORDER BY seq", ids
+        )
+    ):
+        events.setdefault(mid, []).append(Event(EventKind(kind), at, orjson.loads(data)))
+    refs: dict[str, list[str]] = {}
+    for mid, ref in (yield d.keyed("SELECT message_id, ref FROM reply_refs WHERE message_id {keys}", ids)):
+        refs.setdefault(mid, []).append(ref)
+    return [
+        FinishedMessage(
+            r, (first_event(r), *events.get(r.message.id, ())), tuple(sorted(refs.get(r.message.id, ())))
+        )
+        for r in records
+    ]
+
+
+def _delete_finished(d: Dialect, since: float, before: float, limit: int) -> Program[int]:
+    # The state row goes first, on a condition checked again as it is deleted (on PostgreSQL, against
+    # the newest version of a row another transaction changed meanwhile): a message replayed since
+    # the SELECT is unfinished again, and kept.
+    gone = yield [
+        (
+            d.sql(
+                f"DELETE FROM message_states WHERE id IN (SELECT m.id FROM {MESSAGES_FROM} "
+                f"WHERE {_OLD_FINISHED} ORDER BY m.received_at LIMIT ?) AND NOT {UNFINISHED_SQL} RETURNING id"
+            ),
+            [since, before, limit],
+        )
+    ]
+    return (yield from _delete_the_rest(d, [row[0] for row in gone]))
+
+
+def _delete_finished_ids(d: Dialect, ids: list[str]) -> Program[int]:
+    gone = yield d.keyed(
+        f"DELETE FROM message_states WHERE id {{keys}} AND NOT {UNFINISHED_SQL} RETURNING id", ids
+    )
+    return (yield from _delete_the_rest(d, [row[0] for row in gone]))
+
+
+def _delete_the_rest(d: Dialect, ids: list[str]) -> Program[int]:
+    """Everything else kept under the ids of messages whose state rows were just deleted."""
+    if ids:
+        statements = d.keyed("DELETE FROM events WHERE message_id {keys}", ids)
+        statements += d.keyed("DELETE FROM reply_refs WHERE message_id {keys}", ids)
+        statements += d.keyed("DELETE FROM messages WHERE id {keys}", ids)
+        yield statements
+    return len(ids)
+
+
+def _reclaim(d: Dialect, max_pages: int) -> Program[int]:
+    ((free,),) = yield [("PRAGMA freelist_count", [])]
+    pages = min(int(free), max_pages)
+    if pages and d.reclaim_page is not None:
+        yield [(d.reclaim_page, [])] * pages
+    return pages

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -49,6 +50,51 @@ def _prepare(conn: sqlite3.Connection) -> None:
     done = migrations.migrate_sqlite(conn)
     if done:
         log.info("journal schema migrated to version %d (%d migrations)", migrations.LATEST, len(done))
+    _make_incremental(conn)
+
+
+#: A file made before incremental vacuum is converted when it is opened (one VACUUM, which rewrites the
+#: whole file) if it is at most this big; a bigger one is left for a maintenance window.
+CONVERT_MAX_BYTES = 1 << 30
+_INCREMENTAL = 2  # PRAGMA auto_vacuum
+
+
+def _make_incremental(conn: sqlite3.Connection) -> None:
+    """Give a file created before incremental vacuum that mode (docs/operations.md, Retention): a new
+    file has it from its first table (``sqlite_writer.connect``); an older one needs one VACUUM, which
+    copies the whole file (several seconds per GiB) and needs as much free space again."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
+        return
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return  # in memory
+    size = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = 0
+    if size > CONVERT_MAX_BYTES or free < 2 * size + (64 << 20):
+        log.warning(
+            "journal %s (%d MiB) was made before incremental vacuum: space freed by retention is reused "
+            "but the file does not shrink; to convert it, stop the gateway and run sqlite3 %s "
+            "'PRAGMA auto_vacuum=INCREMENTAL; VACUUM;' (needs %d MiB free; docs/operations.md, Retention)",
+            path,
+            size >> 20,
+            path,
+            (size >> 20) + 64,
+        )
+        return
+    started = time.monotonic()
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    log.info(
+        "journal %s converted to incremental vacuum (once; %d MiB in %.1f s)",
+        path,
+        size >> 20,
+        time.monotonic() - started,
+    )
 
 
 # Values of PRAGMA secure_delete, to put back the build's own setting after a client write.

@@ -71,6 +71,10 @@ def connect(path: str) -> sqlite3.Connection:
     """A connection in WAL mode that waits (rather than fails) while another connection writes."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.execute("PRAGMA busy_timeout=30000")
+    # A new file gives pages freed by retention back to the file system, a few at a time
+    # (``incremental_vacuum``): set before its first table, and before WAL, which writes the header.
+    # On an existing file this changes nothing until a VACUUM (``storage.sqlite._prepare``).
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     # Switching a new file to WAL needs an exclusive lock, and when two processes open the same
     # new file at once SQLite answers one of them "database is locked" at once, without waiting
     # (two SHARED holders that both want EXCLUSIVE would deadlock). So the switch is retried.
