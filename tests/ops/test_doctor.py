@@ -57,7 +57,8 @@ def test_sqlite_with_a_bind_down_and_a_refused_callback(tmp_path: Path) -> None:
         report = json.loads(result.stdout)
         found = by_check(report)
         assert report["ok"] is False
-        assert found["schema"]["status"] == "ok" and f"schema version {migrations.LATEST}" in found["schema"]["detail"]
+        assert found["schema"]["status"] == "ok"
+        assert f"schema version {migrations.LATEST}" in found["schema"]["detail"]
         assert found["journal-write"]["status"] == "ok" and "fsync" in found["journal-write"]["detail"]
         assert found["free-space"]["status"] in ("ok", "warn") and "free of" in found["free-space"]["detail"]
         assert found["queue"]["status"] == "ok"
