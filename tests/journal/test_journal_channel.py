@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from test_journal_behaviour import mo
+
 from mogateway.core.message import Message, channel_of
 from mogateway.core.ports import Journal, MessageFilter
-from test_journal_behaviour import mo
 
 
 def at(message_id: str, origin: str, when: float) -> Message:
