@@ -190,7 +190,7 @@ def test_metrics_have_per_client_counters_and_latency_histograms(
     assert value(rf'mogateway_callbacks_total\{{client="{cid}",outcome="http_error"\}}') == 1
     assert value(rf'mogateway_callback_latency_seconds_count\{{client="{cid}"\}}') == 3
     assert value(rf'mogateway_callback_latency_seconds_bucket\{{client="{cid}",le="\+Inf"\}}') == 3
-    assert value(r"mogateway_mo_accepted_total") == 4
+    assert value(r'mogateway_mo_accepted_total\{channel="sms"\}') == 4  # by channel (WhatsApp: its own)
     assert value(r"mogateway_mo_unroutable_total") == 1
 
 
