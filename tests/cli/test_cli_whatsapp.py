@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -113,3 +114,17 @@ def test_clients_list_shows_whatsapp_numbers_beside_shortcodes(stack: Stack) -> 
     listed = run(stack.gw, "clients", "list", columns=200)
     assert listed.exit_code == 0, listed.stderr
     assert f"{SC}, wa:{BUSINESS}" in listed.stdout
+
+
+def test_top_shows_mo_in_by_channel_once_a_whatsapp_message_came(stack: Stack) -> None:
+    deadline = time.monotonic() + 10  # the figures sample the counters once a second
+    while True:
+        screen = run(stack.gw, "top", "--once", "--window", "1h", columns=120)
+        assert screen.exit_code == 0, screen.stderr
+        header = next((line for line in screen.stdout.splitlines() if "MO in" in line and "p99" in line), "")
+        if "WhatsApp" in header:
+            break
+        assert time.monotonic() < deadline, screen.stdout
+        time.sleep(0.2)
+    values = screen.stdout.splitlines()[screen.stdout.splitlines().index(header) + 1].split()
+    assert values[:3] == ["2", "1", "1"]  # MO in, SMS, WhatsApp
