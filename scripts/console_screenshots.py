@@ -4,8 +4,9 @@
 
 Runs the real thing on loopback: an SMSC simulator, three callback applications (fast, slow, broken),
 ``mogateway serve`` as it runs by default — a worker process per core, at least two, so the browser's
-connections reach either worker — with an SMPP bind to the simulator, some traffic over HTTP and SMPP,
-then Debian's Chromium (through Playwright) signs in and photographs each page. Needs what
+connections reach either worker — with an SMPP bind to the simulator and a WhatsApp number served
+through the fake Graph API, some traffic over HTTP, SMPP and signed WhatsApp webhooks, then Debian's
+Chromium (through Playwright) signs in and photographs each page. Needs what
 ``scripts/test.sh`` sets up (the test extra and /usr/bin/chromium). Nothing leaves 127.0.0.1: any other
 request is aborted and fails the script.
 """
@@ -29,6 +30,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mogateway.testing.fake_graph import FakeGraphServer
+from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder
 from mogateway.testing.smsc import SimulatedSmsc
 
@@ -46,6 +49,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
+APP_SECRET = "screenshot-app-secret-0123456789"
+WA_PNID = "106540352242922"  # the fake Graph API's default cloud number
+WA_NUMBER = "919876543210"
 
 
 def free_port() -> int:
@@ -79,10 +85,20 @@ def smsc_in_thread(port: int) -> Iterator[tuple[SimulatedSmsc, asyncio.AbstractE
         thread.join(10)
 
 
-def start_gateway(workdir: Path, port: int, smsc_port: int) -> subprocess.Popen[bytes]:
+def start_gateway(workdir: Path, port: int, smsc_port: int, graph_url: str) -> subprocess.Popen[bytes]:
     config = workdir / "gateway.toml"
     config.write_text(
         f"""
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "screenshot-verify-token"
+graph_url = "{graph_url}"
+
+[[whatsapp.numbers]]
+phone_number_id = "{WA_PNID}"
+display_phone_number = "{WA_NUMBER}"
+access_token = "rehearsal-token"
+
 [[smpp.binds]]
 name = "airtel-dl"
 host = "127.0.0.1"
@@ -136,12 +152,14 @@ circle = "maharashtra"
 
 
 def traffic(base: str, smsc: SimulatedSmsc, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-    """A few minutes' worth of a small shortcode's day, compressed: mostly replies, some failures."""
+    """A few minutes' worth of a small shortcode's day, compressed: mostly replies, some failures, some
+    WhatsApp messages; the last one a WhatsApp photo (the message page shows it)."""
     ingest = {"authorization": f"Bearer {INGEST}"}
     rng = random.Random(7)
     ends = time.monotonic() + seconds
     n = 0
-    with httpx.Client(base_url=base, headers=ingest, timeout=10) as http:
+    meta = wh.WebhookSender(base + "/v1/whatsapp/webhook", APP_SECRET)
+    with meta, httpx.Client(base_url=base, headers=ingest, timeout=10) as http:
         while time.monotonic() < ends:
             burst = rng.randint(2, 9)
             items = []
@@ -165,7 +183,13 @@ def traffic(base: str, smsc: SimulatedSmsc, loop: asyncio.AbstractEventLoop, sec
                 asyncio.run_coroutine_threadsafe(
                     smsc.inject_mo(f"9199{rng.randint(10**7, 10**8 - 1)}", "56767", "BAL"), loop
                 ).result(10)
+            if n % 3 == 0:
+                sender = f"9197{rng.randint(10**7, 10**8 - 1)}"
+                meta.send(wh.text(sender, rng.choice(["ORDER 12", "TRACK 4471", "Hi, is the shop open?"])))
             time.sleep(rng.uniform(0.1, 0.6))
+        photo = wh.media("919812345678", "image", caption="Photo of my bill", media_id="1003383421387123")
+        meta.send(photo)
+        time.sleep(1.0)  # its callback and reply
 
 
 def screenshots(base: str, out: Path) -> None:
@@ -204,7 +228,9 @@ def screenshots(base: str, out: Path) -> None:
             # 50 messages make a long page: the search and the first results say it all.
             clip = {"x": 0, "y": 0, "width": width, "height": min(2 * height, 1700)}
             page.screenshot(path=str(out / f"messages-{name}.png"), full_page=True, clip=clip)
-            page.locator("table.messages a").first.click()
+            # the newest WhatsApp message: the photo sent last (its channel, wamid and media notes)
+            whatsapp = page.locator("table.messages tr", has=page.locator('[data-channel="whatsapp"]'))
+            whatsapp.first.locator("a").click()
             page.wait_for_url("**/console/messages/*")
             page.screenshot(path=str(out / f"message-{name}.png"), full_page=True)
             page.goto(base + "/console/binds")
@@ -234,10 +260,12 @@ def main() -> None:
         CallbackRecorder.in_thread(Answer.text("Thanks! Your vote is counted.")) as fast,
         CallbackRecorder.in_thread(sometimes_slow) as slow,
         CallbackRecorder.in_thread(Answer.with_status(503, b"maintenance")) as broken,
+        CallbackRecorder.in_thread(Answer.text("Thanks, we got it. Open 9 to 9.")) as shop,
+        FakeGraphServer() as graph,
         smsc_in_thread(free_port()) as (smsc, smsc_loop),
     ):
         port = free_port()
-        gateway = start_gateway(Path(tmp), port, smsc.port)
+        gateway = start_gateway(Path(tmp), port, smsc.port, graph.url)
         base = f"http://127.0.0.1:{port}"
         try:
             admin = httpx.Client(base_url=base, headers={"authorization": f"Bearer {ADMIN}"}, timeout=10)
@@ -245,6 +273,7 @@ def main() -> None:
                 ("tv-vote", ["56767"], fast, {}),
                 ("bank-balance", ["57575"], slow, {"timeout_s": 1}),
                 ("recharge-offers", ["58888"], broken, {}),
+                ("corner-shop", [], shop, {"whatsapp_numbers": [WA_NUMBER]}),
             ):
                 body = {"name": name, "shortcodes": shortcodes, "callback_url": app.url, **extra}
                 admin.post("/v1/clients", json=body).raise_for_status()

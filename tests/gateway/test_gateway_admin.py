@@ -208,14 +208,14 @@ def test_metrics_have_per_client_counters_and_latency_histograms(
         assert re.search(rf"^{name}\{{", text, re.MULTILINE), f"{name} not in metrics"
         return metric(text, name, **labels)
 
-    def grew(name: str) -> float:
-        return value(name) - metric(before, name)
+    def grew(name: str, **labels: str) -> float:
+        return value(name, **labels) - metric(before, name, **labels)
 
     assert value("mogateway_callbacks_total", client=cid, outcome="reply") == 2
     assert value("mogateway_callbacks_total", client=cid, outcome="http_error") == 1
     assert value("mogateway_callback_latency_seconds_count", client=cid) == 3
     assert value("mogateway_callback_latency_seconds_bucket", client=cid, le="+Inf") == 3
-    assert grew("mogateway_mo_accepted_total") == 4
+    assert grew("mogateway_mo_accepted_total", channel="sms") == 4  # by channel (WhatsApp: its own)
     assert grew("mogateway_mo_unroutable_total") == 1
 
 

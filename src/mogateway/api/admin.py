@@ -37,6 +37,7 @@ from mogateway.core.callback_url import UrlRefused, normalize_callback_url
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import (
     BUSINESS_NUMBER_RULE,
+    CHANNELS,
     SHORTCODE_RULE,
     check_business_number,
     check_shortcode,
@@ -411,6 +412,11 @@ async def list_messages(
     before: str | None = Query(
         None, description="the `next` of the previous page", json_schema_extra=_CURSOR
     ),
+    channel: str | None = Query(
+        None,
+        description="`sms` or `whatsapp` (read from the origin); empty or absent: both",
+        json_schema_extra={"enum": ["", *CHANNELS]},
+    ),
 ) -> Response:
     """Newest first. ``before`` is the ``next`` of the previous page (keyset paging: stable and cheap
     however deep one pages, where an offset would rescan everything before the page)."""
@@ -426,6 +432,10 @@ async def list_messages(
             raise ApiProblem(
                 422, f"state: must be one of {choices}", kind="invalid-field", field="state"
             ) from None
+    if channel and channel not in CHANNELS:
+        raise ApiProblem(
+            422, f"channel: must be one of {', '.join(CHANNELS)}", kind="invalid-field", field="channel"
+        )
     if msisdn:
         try:
             msisdn = normalize_msisdn(msisdn)
@@ -440,6 +450,7 @@ async def list_messages(
         limit=limit,
         client_id=client or None,
         before=_parse_cursor(before) if before else None,
+        channel=channel or None,
     )
     records = await gateway.journal.find(where)
     last = records[-1] if len(records) == limit else None

@@ -34,6 +34,11 @@ def render_message(m: dict[str, Any]) -> None:
     head = Table(show_header=False, box=None)
     head.add_row("from", m["msisdn"])
     head.add_row("to", m["shortcode"])
+    channel = m.get("channel", "sms")
+    if channel == "whatsapp":  # the wamid is what Meta's own tools and statuses name it by
+        head.add_row("channel", f"whatsapp (origin {m['origin']}, wamid {m.get('source_id') or '-'})")
+    else:
+        head.add_row("channel", channel)
     head.add_row("message", repr(m["message"]))
     if m.get("sender"):
         s = m["sender"]
@@ -56,6 +61,8 @@ def render_message(m: dict[str, Any]) -> None:
 
 #: From this width on, the list shows every column; below it, only what a person scans for.
 WIDE = 140
+#: How the list marks each channel (``ch``): short, so that 80 columns still leave room for the text.
+_CHANNEL_MARK = {"sms": "sms", "whatsapp": "wa"}
 
 
 def _when(value: str | None, wide: bool) -> str:
@@ -77,8 +84,11 @@ def messages_table(messages: list[dict[str, Any]], width: int) -> Table:
 
     The id, the sender and the state are always whole (people copy ids, look for a number, scan the
     states); the text takes the room that is left and ends in an ellipsis. Narrower than :data:`WIDE`,
-    the shortcode and the reply are left out (``messages show`` has them) and the time is short."""
+    the shortcode and the reply are left out (``messages show`` has them) and the time is short. A
+    column ``ch`` (``sms``/``wa``, :data:`_CHANNEL_MARK`) is there when a listed message came by
+    WhatsApp: a gateway without WhatsApp lists as it always did."""
     wide = width >= WIDE
+    marked = any(m.get("channel", "sms") != "sms" for m in messages)
     rows = []
     for m in messages:
         # Texts are the subscriber's and the application's: escaped, so that "[b]" stays "[b]".
@@ -87,12 +97,13 @@ def messages_table(messages: list[dict[str, Any]], width: int) -> Table:
             "received": _when(m.get("received_at"), wide),
             "from": escape(m["msisdn"]),
             "to": escape(m["shortcode"]),
+            "ch": escape(_CHANNEL_MARK.get(m.get("channel", "sms"), m.get("channel", "sms"))),
             "state": _styled(m["state"]),
             "message": escape(" ".join(m["message"].split())),  # one line each
             "reply": escape(" ".join((m.get("reply") or "").split())),
         }
         rows.append(cells)
-    whole = ["id", "received", "from", *(["to"] if wide else []), "state"]
+    whole = ["id", "received", "from", *(["to"] if wide else []), *(["ch"] if marked else []), "state"]
     texts = ["message", *(["reply"] if wide else [])]
 
     def room(name: str) -> int:  # the widest cell, so that the column is never cut
@@ -121,6 +132,7 @@ def list_(
     shortcode: str | None = typer.Option(None, "--shortcode"),
     msisdn: str | None = typer.Option(None, "--msisdn"),
     state: str | None = typer.Option(None, "--state", help="One of: " + ", ".join(STATES) + "."),
+    channel: str | None = typer.Option(None, "--channel", help="sms or whatsapp."),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 with offset, or unix seconds."),
     limit: int = typer.Option(50, "--limit"),
     url: str = URL_OPTION,
@@ -128,7 +140,14 @@ def list_(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List messages, newest first."""
-    params = {"shortcode": shortcode, "msisdn": msisdn, "state": state, "since": since, "limit": limit}
+    params = {
+        "shortcode": shortcode,
+        "msisdn": msisdn,
+        "state": state,
+        "channel": channel,
+        "since": since,
+        "limit": limit,
+    }
     data = ApiClient(url, token, "admin").call("GET", "/v1/messages", params=params)
     if as_json:
         print_json(data)

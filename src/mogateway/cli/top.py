@@ -69,10 +69,15 @@ def render(doc: dict[str, Any], note: str = "") -> RenderableType:
         Text(sparkline(series["replies"]), style="yellow"),
     )
     figures = Table(title="in the window", title_justify="left", expand=False, box=None, padding=(0, 2))
-    for label, _ in (("MO in", 0), ("replies", 0), ("callback p50", 0), ("p99", 0)):
+    # MO in by channel, once a WhatsApp message came (an older gateway's figures have no channels)
+    whatsapp = totals.get("channels", {}).get("whatsapp", {}).get("mo_in", 0)
+    labels = ["MO in", *(["SMS", "WhatsApp"] if whatsapp else []), "replies", "callback p50", "p99"]
+    for label in labels:
         figures.add_column(label, justify="right")
+    by_channel = [f"{totals['channels']['sms']['mo_in']:,}", f"{whatsapp:,}"] if whatsapp else []
     figures.add_row(
         f"{totals['mo_in']:,}",
+        *by_channel,
         f"{totals['replies']:,}",
         _ms(totals["latency_ms"]["p50"]),
         _ms(totals["latency_ms"]["p99"]),

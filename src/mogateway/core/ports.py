@@ -103,7 +103,8 @@ class MessageRecord:
 @immutable
 class MessageFilter:
     """What :meth:`MessageHistory.find` looks for; results come newest first. ``before`` continues a
-    listing: (received_at, id) of the last message of the previous page (keyset paging)."""
+    listing: (received_at, id) of the last message of the previous page (keyset paging). ``channel``:
+    ``sms`` or ``whatsapp`` (``core.message.CHANNELS``, read from the origin), None for both."""
 
     shortcode: str | None = None
     msisdn: str | None = None
@@ -113,6 +114,7 @@ class MessageFilter:
     until: float | None = None
     before: tuple[float, str] | None = None
     limit: int = 50
+    channel: str | None = None
 
 
 class MessageStore(Protocol):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from mogateway.core.message import Arrival, Message, Rejection, check_destination, id_for_source, message_id
@@ -146,19 +147,23 @@ class Intake:
             health.worked()
         to_queue: list[Message] = []
         metrics = self._metrics
-        duplicates = 0
+        accepted: Counter[str] = Counter()
+        duplicates: Counter[str] = Counter()
         for message, result in zip(messages, stored, strict=True):
             if result.duplicate:
-                duplicates += 1
+                duplicates[message.channel] += 1
             elif result.state is State.REJECTED:
-                metrics.rejected.labels(message.rejection.field if message.rejection else "other").inc()
+                field = message.rejection.field if message.rejection else "other"
+                metrics.rejected.labels(field, message.channel).inc()
             else:
                 to_queue.append(message)
+                accepted[message.channel] += 1
         if to_queue:
-            metrics.received.inc(len(to_queue))
+            for channel, n in accepted.items():
+                metrics.received.labels(channel).inc(n)
             await self._queue.put(to_queue)
-        if duplicates:
-            metrics.duplicates.inc(duplicates)
+        for channel, n in duplicates.items():
+            metrics.duplicates.labels(channel).inc(n)
         return stored
 
     def _draw_own_ids(

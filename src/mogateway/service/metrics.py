@@ -28,6 +28,8 @@ from prometheus_client.metrics_core import (
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from mogateway.core.message import CHANNELS
+
 __all__ = ["LoopCounter", "LoopGauge", "LoopHistogram", "Metrics"]
 
 Child = TypeVar("Child")
@@ -171,11 +173,23 @@ class LoopHistogram(_Labelled[_Observations]):
 class Metrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self.received = Counter("mogateway_mo_accepted", "MOs accepted and stored", registry=r)
-        self.rejected = Counter(
-            "mogateway_mo_rejected", "MOs refused at intake, by field", ["field"], registry=r
+        # By channel (core.message.CHANNELS): the names are those of before channels, so that sum()
+        # over them (the dashboard, the alert rules) counts every MO as it did.
+        self.received = Counter(
+            "mogateway_mo_accepted", "MOs accepted and stored, by channel", ["channel"], registry=r
         )
-        self.duplicates = Counter("mogateway_mo_duplicates", "MOs a source sent again", registry=r)
+        self.rejected = Counter(
+            "mogateway_mo_rejected",
+            "MOs refused at intake, by field and channel",
+            ["field", "channel"],
+            registry=r,
+        )
+        self.duplicates = Counter(
+            "mogateway_mo_duplicates", "MOs a source sent again, by channel", ["channel"], registry=r
+        )
+        for channel in CHANNELS:  # shown from the start, at 0, as the counters without labels were
+            self.received.labels(channel)
+            self.duplicates.labels(channel)
         self.callbacks = LoopCounter(
             "mogateway_callbacks",
             "Callback exchanges by client and outcome",

@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from mogateway.core.isotime import iso
+from mogateway.core.message import CHANNELS
 from mogateway.core.ports import NodeDirectory, StatsRow, StatsStore, WorkQueue
 from mogateway.service.journal_health import JournalHealth
 from mogateway.service.metrics import Metrics
@@ -53,6 +54,8 @@ OUTCOMES = ("reply", "blank", "timeout", "http_error", "bad_response", "failed",
 _CALLBACK_OUTCOMES = OUTCOMES[:6]
 _GLOBAL_KINDS = ("accepted", "rejected", "duplicates", "unroutable", "replies", "reply_failed")
 _LATENCY = "lat:"  # kind prefix of latency histogram bins: "lat:<upper bound in s>" ("lat:+Inf")
+_AT = "@"  # MOs of a channel other than SMS: "accepted@whatsapp" (_by_channel)
+_CHANNEL_KINDS = ("accepted", "rejected", "duplicates")
 
 SERIES_S = 300  # the live series: the last five minutes, per second
 _RING_S = 600
@@ -125,19 +128,27 @@ def _samples(metric: Any, suffix: str) -> Iterable[Any]:
                 yield sample
 
 
+def _by_channel(out: dict[Key, float], kind: str, metric: Any) -> None:
+    """Add a counter of MOs by channel to ``out``: all channels as ``kind``, and each channel other
+    than SMS as ``kind@channel`` too. SMS is what is left, so that minutes written before MOs were
+    counted by channel still add up."""
+    out[("", kind)] = out.get(("", kind), 0.0)
+    for sample in _samples(metric, "_total"):
+        out[("", kind)] += sample.value
+        channel = sample.labels.get("channel", "sms")
+        if channel != "sms":
+            key = ("", f"{kind}{_AT}{channel}")
+            out[key] = out.get(key, 0.0) + sample.value
+
+
 def read_counters(metrics: Any) -> dict[Key, float]:
     """The gateway's counters now, as (client, kind) -> cumulative value."""
     out: dict[Key, float] = {}
-    for sample in _samples(metrics.received, "_total"):
-        out[("", "accepted")] = sample.value
-    for sample in _samples(metrics.duplicates, "_total"):
-        out[("", "duplicates")] = sample.value
+    _by_channel(out, "accepted", metrics.received)
+    _by_channel(out, "duplicates", metrics.duplicates)
+    _by_channel(out, "rejected", metrics.rejected)
     for sample in _samples(metrics.unroutable, "_total"):
         out[("", "unroutable")] = sample.value
-    rejected = 0.0
-    for sample in _samples(metrics.rejected, "_total"):
-        rejected += sample.value
-    out[("", "rejected")] = rejected
     for sample in _samples(metrics.replies, "_total"):
         kind = "replies" if sample.labels.get("result") == "submitted" else "reply_failed"
         out[("", kind)] = out.get(("", kind), 0.0) + sample.value
@@ -434,9 +445,15 @@ class StatsService:
         outcomes["unroutable"] = totals[("", "unroutable")]
         outcomes["rejected"] = totals[("", "rejected")]
         g = {kind: totals[("", kind)] for kind in _GLOBAL_KINDS}
+        others = {
+            c: {k: totals[("", f"{k}{_AT}{c}")] for k in _CHANNEL_KINDS} for c in CHANNELS if c != "sms"
+        }
+        sms = {k: g[k] - sum(c[k] for c in others.values()) for k in _CHANNEL_KINDS}  # the rest
+        channels = {"sms": sms, **others}
         return {
             "mo_in": g["accepted"] + g["rejected"],
             **g,
+            "channels": {name: {"mo_in": c["accepted"] + c["rejected"], **c} for name, c in channels.items()},
             "callbacks": sum(outcomes[k] for k in _CALLBACK_OUTCOMES),
             "outcomes": outcomes,
             "latency_ms": _latency(bins),

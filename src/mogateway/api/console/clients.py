@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
+_LISTS = ("shortcodes", "whatsapp_numbers", "keywords")
 _TEST_EXTRA_WAIT_S = 5.0  # a test MO's outcome is awaited the client's timeout and this much more
 
 
@@ -64,6 +66,10 @@ def _client_body(form: dict[str, str], *, partial: bool) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": form.get("name", "").strip(),
         "shortcodes": split_words(form.get("shortcodes", "")),
+        # "+91 98765 43210" is one number: only commas and line ends separate them
+        "whatsapp_numbers": [
+            n.strip() for n in re.split(r"[,\n]", form.get("whatsapp_numbers", "")) if n.strip()
+        ],
         "callback_url": form.get("callback_url", "").strip(),
         "keywords": split_words(form.get("keywords", "")),
     }
@@ -71,7 +77,9 @@ def _client_body(form: dict[str, str], *, partial: bool) -> dict[str, Any]:
         if form.get(key, "").strip():
             body[key] = form[key].strip()
     if partial:
-        body = {k: v for k, v in body.items() if v != "" and (k == "keywords" or v != [])}
+        # The form shows every list: an emptied one is emptied (the API refuses a client left with
+        # neither a shortcode nor a WhatsApp number).
+        body = {k: v for k, v in body.items() if v != "" and (k in _LISTS or v != [])}
     return body
 
 
@@ -184,12 +192,15 @@ async def test_mo(request: Request, client_id: str) -> Response:
     if client is None:
         return await not_found(request, session, "clients", f"client {client_id}")
     body = {
-        "shortcode": form.get("shortcode") or client["shortcodes"][0],
+        "shortcode": form.get("shortcode") or (client["shortcodes"] or [""])[0],
         "msisdn": form.get("msisdn", "").strip(),
         "message": form.get("message", "").strip() or "TEST",
     }
-    status, data = await state.api("POST", "/v1/inbound", json=body, ingest=True)
     result: dict[str, Any] = {"client": client, "sent": body}
+    if not body["shortcode"]:  # a test MO is an SMS; WhatsApp messages come by Meta's webhook only
+        status, data = 0, {"detail": "a test MO is an SMS, and this client has no shortcode"}
+    else:
+        status, data = await state.api("POST", "/v1/inbound", json=body, ingest=True)
     if status != 202:
         result["error"] = data.get("detail", f"refused ({status})")
     else:

@@ -20,6 +20,7 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
+from mogateway.core.message import CHANNELS
 from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
 __all__ = ["router", "summarize"]
@@ -43,7 +44,8 @@ async def messages(request: Request) -> Response:
     if session is None:
         return to_signin(request)
     state = state_of(request)
-    q = {k: request.query_params.get(k, "") for k in ("msisdn", "shortcode", "client", "state", "from", "to")}
+    keys = ("msisdn", "shortcode", "client", "state", "channel", "from", "to")
+    q = {k: request.query_params.get(k, "") for k in keys}
     before = request.query_params.get("before", "")
     error = None
     found: dict[str, Any] = {"messages": [], "next": None}
@@ -53,6 +55,7 @@ async def messages(request: Request) -> Response:
             "shortcode": q["shortcode"].strip(),
             "client": q["client"],
             "state": q["state"],
+            "channel": q["channel"],
             "since": _local_iso(q["from"], "From"),
             "until": _local_iso(q["to"], "To"),
             "before": before,
@@ -79,6 +82,7 @@ async def messages(request: Request) -> Response:
         clients=listing["clients"],
         names=names,
         states=[s.value for s in STATES],
+        channels=CHANNELS,
         found=found["messages"],
         next_url=next_url,
         paged=bool(before),
@@ -95,7 +99,9 @@ def summarize(message: dict[str, Any]) -> dict[str, Any]:
     attempts = [e for e in timeline if e["event"] == "attempt"]
     submitted = [e for e in timeline if e["event"] in ("reply_submitted", "reply_failed")]
     routed = [e for e in timeline if e["event"] == "routed"]
+    received = [e for e in timeline if e["event"] in ("received", "rejected")]
     return {
+        "notes": received[0].get("notes", []) if received else [],
         "client": routed[-1].get("client") if routed else None,
         "outcome": outcomes[-1] if outcomes else None,
         "attempts": attempts,

@@ -266,6 +266,9 @@ def _find(d: Dialect, where: MessageFilter) -> Program[list[MessageRecord]]:
         ("m.received_at >= ?", where.since),
         ("m.received_at < ?", where.until),
     )
+    if where.channel is not None:  # core.message.channel_of exactly (SQLite's LIKE would fold case)
+        whatsapp = "substr(m.origin, 1, 9) = 'whatsapp:'"
+        clauses.append(whatsapp if where.channel == "whatsapp" else f"NOT {whatsapp}")
     if where.before is not None:
         clauses.append("(m.received_at, m.id) < (?, ?)")  # one index range on both engines
         params += where.before
