@@ -117,26 +117,27 @@ class WhatsAppSettings(BaseModel):
             raise ValueError("numbers: each display_phone_number may appear once")
         return self
 
-    # How each secret was written, by the name messages give it: "clear", or the key id it was sealed
-    # under (set by ``opened``; ``mogateway secrets reencrypt`` says which to seal again).
-    _stored: dict[str, str] = PrivateAttr(default_factory=dict)
+    # How each secret was written (set by ``opened``; ``mogateway secrets reencrypt`` says which to seal
+    # again): setting name -> (its sealing context, "clear" or the key id it was sealed under).
+    _stored: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
 
     @property
-    def stored(self) -> dict[str, str]:
-        """How each secret was written: ``"clear"`` or the key id it was sealed under, by setting name."""
+    def stored(self) -> dict[str, tuple[str, str]]:
+        """How each secret was written, by the name messages give the setting: its sealing context
+        (``--context``) and ``"clear"`` or the key id it was sealed under."""
         return dict(self._stored)
 
     def opened(self, keys: Sequence[bytes]) -> WhatsAppSettings:
         """These settings with every sealed secret opened with one of ``keys`` (``secret_key``, then
         ``old_secret_key``); :class:`SealedValueError` names the first that cannot be."""
-        stored: dict[str, str] = {}
+        stored: dict[str, tuple[str, str]] = {}
 
         def open_one(value: SecretStr, context: str, setting: str) -> SecretStr:
             text = value.get_secret_value()
             if not is_sealed(text):
-                stored[setting] = "clear"
+                stored[setting] = (context, "clear")
                 return value
-            stored[setting] = sealed_key_id(text)
+            stored[setting] = (context, sealed_key_id(text))
             return SecretStr(open_value(text, context, keys, setting=setting))
 
         updates: dict[str, object] = {}
