@@ -202,6 +202,7 @@ class Gateway:
         if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             self.replies.register("whatsapp", self.whatsapp)
+            self._warn_secrets_in_clear()
         self.replier = Replier(
             self.journal,
             self.replies,
@@ -301,6 +302,21 @@ class Gateway:
             await self.whatsapp.aclose()
         await self.queue.close()
         await self.journal.close()
+
+    def _warn_secrets_in_clear(self) -> None:
+        """Once per gateway (the first worker says it): WhatsApp secrets written in clear although a
+        key could seal them (config.sealed)."""
+        wa = self.settings.whatsapp
+        if wa is None or self.settings.secret_key is None or (self.seat is not None and self.seat.index > 0):
+            return
+        clear = [name for name, (_, how) in wa.stored.items() if how == "clear"]
+        if clear:
+            log.warning(
+                "%s stored in clear although secret_key is set: seal %s with "
+                "`mogateway secrets seal --context <setting>` (docs/configuration.md)",
+                ", ".join(clear),
+                "it" if len(clear) == 1 else "them",
+            )
 
     def _default_reply_channel(self) -> ReplyChannel:
         s = self.settings

@@ -1,15 +1,18 @@
-"""``mogateway secrets``: the key that encrypts client secrets at rest, and re-encrypting under a new one.
+"""``mogateway secrets``: the key that encrypts client secrets at rest, and re-encrypting under a new one;
+sealing the secrets of the settings (``config.sealed``) with the same key.
 
 Keys are read from the settings only (``MOGATEWAY_SECRET_KEY`` / ``MOGATEWAY_OLD_SECRET_KEY`` or the
-config file), never from the command line: a process's arguments are readable by every user of the
-machine (``ps``), its environment only by its owner.
+config file), and a value to seal from standard input, never from the command line: a process's
+arguments are readable by every user of the machine (``ps``), its environment only by its owner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import getpass
 import sqlite3
+import sys
 from pathlib import Path
 
 import typer
@@ -17,6 +20,7 @@ import typer
 from mogateway.cli.common import fail
 from mogateway.cli.exit_codes import Exit
 from mogateway.config import ConfigError, Settings, load_settings
+from mogateway.config.sealed import CONTEXTS, SealedValueError, is_sealed, open_value, seal_value
 from mogateway.edges.storage.sealing import (
     KEY_SETTING,
     OLD_KEY_SETTING,
@@ -126,6 +130,93 @@ def reencrypt(
             "note: the journal's write-ahead log could not be emptied now (a reader was busy) and may "
             "still hold the documents as they were; run this again while the gateway is stopped"
         )
+    _say_what_to_seal_again(settings, sealer.key_id)
+
+
+#: The most a value to seal may be (an access token is a few hundred characters).
+MAX_VALUE_BYTES = 16 * 1024
+
+
+def _read_value() -> str:
+    """The value to seal: typed without echo at a terminal, else standard input less its last newline."""
+    if sys.stdin.isatty():
+        return getpass.getpass("value to seal (not shown): ")
+    data = sys.stdin.buffer.read(MAX_VALUE_BYTES + 1)
+    if len(data) > MAX_VALUE_BYTES:
+        fail(f"the value on standard input is longer than {MAX_VALUE_BYTES} bytes", Exit.USAGE)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        fail("the value on standard input is not UTF-8", Exit.USAGE)
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+@secrets_app.command("seal")
+def seal(
+    context: str = typer.Option(
+        ..., "--context", help=f"The setting the value is for: {', '.join(CONTEXTS)}."
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="TOML settings file."),
+) -> None:
+    """Seal a secret of the settings under secret_key (MOGATEWAY_SECRET_KEY) and print the sealed form.
+
+    The value is read from standard input, never the command line:
+    `mogateway secrets seal --context whatsapp.access_token < token.txt`. A value already sealed (under
+    secret_key or old_secret_key) is sealed again under secret_key: the way to move the config file's
+    sealed values to a new key. Write the printed `sealed:v1:…` in place of the secret.
+    """
+    if context not in CONTEXTS:
+        fail(f"--context must be one of {', '.join(CONTEXTS)} (got {context!r})", Exit.USAGE)
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        fail(str(exc), Exit.USAGE)
+    if settings.secret_key is None:
+        fail(f"set {KEY_SETTING} to the key to seal with (`mogateway secrets new-key` makes one)", Exit.USAGE)
+    key = parse_key(settings.secret_key.get_secret_value())
+    old = [parse_key(settings.old_secret_key.get_secret_value())] if settings.old_secret_key else []
+    value = _read_value()
+    if is_sealed(value):
+        try:
+            value = open_value(value, context, [key, *old], setting="the sealed value on standard input")
+        except SealedValueError as exc:
+            fail(str(exc), Exit.USAGE)
+    if not value:
+        fail("nothing to seal: the value on standard input is empty", Exit.USAGE)
+    typer.echo(seal_value(key, value, context))
+
+
+def _settings_to_seal_again(settings: Settings, key_id: str | None) -> list[str]:
+    """The settings' secrets not stored as ``key_id`` would store them (sealed under it; in clear
+    without a key), each as a line saying how it is stored and the command that seals it again."""
+    if settings.whatsapp is None:
+        return []
+    wanted = key_id or "clear"
+    lines = []
+    for name, (context, how) in settings.whatsapp.stored.items():
+        if how == wanted:
+            continue
+        stored = "in clear" if how == "clear" else f"sealed under key id {how}"
+        again = "" if key_id is None else f": mogateway secrets seal --context {context}"
+        lines.append(f"  {name}, {stored}{again}")
+    return lines
+
+
+def _say_what_to_seal_again(settings: Settings, key_id: str | None) -> None:
+    """Settings live in the operator's file and environment, which this cannot rewrite: say what to do."""
+    stale = _settings_to_seal_again(settings, key_id)
+    if not stale:
+        return
+    if key_id is None:
+        typer.echo("note: write these secrets of the settings in clear before removing the key:")
+    else:
+        typer.echo(
+            "note: these secrets of the settings are not sealed under the new key, and this command does "
+            "not rewrite your config file or environment; seal each (its value, clear or sealed, on "
+            "standard input) and put the output in its place before removing old_secret_key:"
+        )
+    for line in stale:
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,9 +15,10 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mogateway.config.sealed import SealedValueError
 from mogateway.config.secret_key import parse_key
 from mogateway.config.smpp import SmppSettings
 from mogateway.config.whatsapp import WhatsAppSettings
@@ -149,6 +150,15 @@ class Settings(BaseSettings):
             parse_key(value.get_secret_value())  # ValueError says the shape, never the value
         return value
 
+    @model_validator(mode="after")
+    def _open_sealed(self) -> Settings:
+        # Sealed secrets (config.sealed) are opened here, once: whatever reads the settings sees the
+        # secret. SealedValueError is not a ValueError: it leaves as itself (load_settings).
+        if self.whatsapp is not None:
+            keys = [parse_key(k.get_secret_value()) for k in (self.secret_key, self.old_secret_key) if k]
+            self.whatsapp = self.whatsapp.opened(keys)
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -208,5 +218,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         raise ConfigError(describe_error(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
+    except SealedValueError as exc:
+        raise ConfigError(str(exc)) from None
     finally:
         _TomlSource.path = None

@@ -17,15 +17,22 @@ mark_read = false         # mark each stored inbound message read
 Without a ``[whatsapp]`` table the gateway serves no WhatsApp number and nothing changes. The secrets
 come from the environment too: ``MOGATEWAY_WHATSAPP__APP_SECRET``, ``MOGATEWAY_WHATSAPP__VERIFY_TOKEN``
 and, per number, ``MOGATEWAY_WHATSAPP_ACCESS_TOKEN_<phone_number_id>`` (which wins over the file).
+
+Each of the three secrets may be written sealed under ``secret_key`` (``config.sealed``: ``sealed:v1:…``,
+made by ``mogateway secrets seal --context whatsapp.access_token``), in the file or the environment; the
+settings open them when they load (:meth:`WhatsAppSettings.opened`), so everything that reads them sees
+the secret itself.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from mogateway.config.sealed import SealedValueError, is_sealed, open_value, sealed_key_id
 from mogateway.core.message import check_business_number
 
 __all__ = ["TOKEN_ENV_PREFIX", "WhatsAppNumber", "WhatsAppSettings"]
@@ -83,8 +90,7 @@ class WhatsAppSettings(BaseModel):
     @field_validator("app_secret", "verify_token")
     @classmethod
     def _secret(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value()) < 8:
-            raise ValueError("must be at least 8 characters")
+        _check_length(value.get_secret_value())
         return value
 
     @field_validator("graph_url")
@@ -111,9 +117,59 @@ class WhatsAppSettings(BaseModel):
             raise ValueError("numbers: each display_phone_number may appear once")
         return self
 
+    # How each secret was written (set by ``opened``; ``mogateway secrets reencrypt`` says which to seal
+    # again): setting name -> (its sealing context, "clear" or the key id it was sealed under).
+    _stored: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def stored(self) -> dict[str, tuple[str, str]]:
+        """How each secret was written, by the name messages give the setting: its sealing context
+        (``--context``) and ``"clear"`` or the key id it was sealed under."""
+        return dict(self._stored)
+
+    def opened(self, keys: Sequence[bytes]) -> WhatsAppSettings:
+        """These settings with every sealed secret opened with one of ``keys`` (``secret_key``, then
+        ``old_secret_key``); :class:`SealedValueError` names the first that cannot be."""
+        stored: dict[str, tuple[str, str]] = {}
+
+        def open_one(value: SecretStr, context: str, setting: str) -> SecretStr:
+            text = value.get_secret_value()
+            if not is_sealed(text):
+                stored[setting] = (context, "clear")
+                return value
+            stored[setting] = (context, sealed_key_id(text))
+            return SecretStr(open_value(text, context, keys, setting=setting))
+
+        updates: dict[str, object] = {}
+        for field in ("app_secret", "verify_token"):
+            setting = f"whatsapp.{field} (MOGATEWAY_WHATSAPP__{field.upper()})"
+            secret = open_one(getattr(self, field), f"whatsapp.{field}", setting)
+            try:
+                _check_length(secret.get_secret_value())
+            except ValueError as exc:
+                raise SealedValueError(f"invalid setting {setting}: {exc}") from None
+            updates[field] = secret
+        numbers = []
+        for n in self.numbers:
+            setting = (
+                f"whatsapp.numbers access_token of {n.phone_number_id} "
+                f"({TOKEN_ENV_PREFIX}{n.phone_number_id})"
+            )
+            token = open_one(n.access_token, "whatsapp.access_token", setting)
+            numbers.append(n.model_copy(update={"access_token": token}))
+        updates["numbers"] = numbers
+        result = self.model_copy(update=updates)
+        result._stored = stored
+        return result
+
     def number(self, phone_number_id: str) -> WhatsAppNumber | None:
         """The configured number with this id, or None."""
         for n in self.numbers:
             if n.phone_number_id == phone_number_id:
                 return n
         return None
+
+
+def _check_length(secret: str) -> None:
+    if len(secret) < 8:
+        raise ValueError("must be at least 8 characters")

@@ -20,14 +20,15 @@ Rules stated here, before the code:
 
 from __future__ import annotations
 
-import base64
 import collections
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
 from typing import Any, Final
 
+from mogateway.config.sealed import b64 as _b64
+from mogateway.config.sealed import key_id
+from mogateway.config.sealed import unb64 as _unb64
 from mogateway.config.secret_key import new_key, parse_key
 from mogateway.core.ports import SecretKeyError
 
@@ -52,19 +53,6 @@ OLD_KEY_SETTING: Final = "old_secret_key (MOGATEWAY_OLD_SECRET_KEY)"
 
 _ALG: Final = "A256GCM"
 _NONCE_BYTES: Final = 12
-
-
-def key_id(key: bytes) -> str:
-    """The id a sealed value names its key by: 8 hex digits of a SHA-256 of the key."""
-    return hashlib.sha256(b"mogateway secret key id\x00" + key).hexdigest()[:8]
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 class Sealer:
