@@ -6,8 +6,12 @@ worker per core is ``serve``'s default) sharing one port and one journal, settin
 Its client opens a new connection per request, so consecutive calls reach any worker: a test sees what
 every worker sees and cannot depend on which one took a request.
 
-:func:`in_process_gateway` (Gateway + create_app on uvicorn, in a thread with its own event loop) stays
-for tests about one process's own parts; a test that uses it says why in its docstring.
+:func:`in_process_gateway` (Gateway + create_app on uvicorn configured as ``serve`` configures it, in a
+thread with its own event loop) stays for tests about one process's own parts; a test that uses it says
+why in its docstring. Its users: test_gateway_unavailable.py (takes the journal's writer away inside
+the process), and, outside this directory, tests/cli (the state readers; could move to a serve) and
+tests/console/test_api_handlers.py (a pair of nodes with different keys; test_gateway_secrets.py runs
+that case on two serves).
 """
 
 from __future__ import annotations
