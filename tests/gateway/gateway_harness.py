@@ -6,8 +6,12 @@ worker per core is ``serve``'s default) sharing one port and one journal, settin
 Its client opens a new connection per request, so consecutive calls reach any worker: a test sees what
 every worker sees and cannot depend on which one took a request.
 
-:func:`in_process_gateway` (Gateway + create_app on uvicorn, in a thread with its own event loop) stays
-for tests about one process's own parts; a test that uses it says why in its docstring.
+:func:`in_process_gateway` (Gateway + create_app on uvicorn configured as ``serve`` configures it, in a
+thread with its own event loop) stays for tests about one process's own parts; a test that uses it says
+why in its docstring. Its users: test_gateway_unavailable.py (takes the journal's writer away inside
+the process), and, outside this directory, tests/cli (the state readers; could move to a serve) and
+tests/console/test_api_handlers.py (a pair of nodes with different keys; test_gateway_secrets.py runs
+that case on two serves).
 """
 
 from __future__ import annotations
@@ -248,8 +252,14 @@ def gateway_settings(database: Path, **overrides: Any) -> Settings:
 
 @contextmanager
 def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGateway]:
-    """Start a gateway with these settings on a free port; stop it (gracefully) when the block ends."""
+    """Start a gateway with these settings on a free port; stop it (gracefully) when the block ends.
+
+    uvicorn is configured as ``serve`` configures it (:func:`mogateway.api.server.server_config`): the
+    guarded protocol with the settings' limits, and ``X-Forwarded-For`` believed only from the
+    ``trusted_proxies`` setting (none by default), not from 127.0.0.1 as uvicorn's own default would."""
     import uvicorn
+
+    from mogateway.api.server import Limits, server_config
 
     settings = gateway_settings(database, **overrides)
     sock = socket.socket()
@@ -258,12 +268,23 @@ def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGa
     port = sock.getsockname()[1]
     loop = asyncio.new_event_loop()
     gateway = Gateway(settings)
-    config = uvicorn.Config(
+    limits = Limits(
+        max_connections=settings.max_connections,
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_s=settings.header_timeout_s,
+        idle_timeout_s=settings.idle_timeout_s,
+    )
+    config = server_config(
         create_app(gateway, manage_lifecycle=False),
+        host="127.0.0.1",
+        port=port,
+        limits=limits,
+        trusted_proxies=settings.trusted_proxies,
         lifespan="off",
         log_config=None,
         log_level="warning",
         access_log=False,
+        server_header=False,
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)

@@ -1,31 +1,22 @@
 """The ``mogateway`` CLI against a real running gateway (the CLI in-process through typer's runner; the
-console script itself is exercised by test_gateway_serve.py)."""
+console script itself is exercised by test_gateway_serve.py).
+
+The gateway is the module's shared multi-worker ``mogateway serve`` (``gw`` in conftest.py): each test
+works on shortcodes of its own (``codes``) and looks only at its own clients and messages."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, ServeGateway, closed_port_url, serve_gateway
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, Codes, ServeGateway, closed_port_url
 from typer.testing import CliRunner
 
 from mogateway.cli import app as cli
 from mogateway.cli.common import console
 from mogateway.testing.recorder import Answer, CallbackRecorder
-
-SC = "56767"
-
-
-@pytest.fixture
-def gw(tmp_path: Path, mt: CallbackRecorder) -> Iterator[ServeGateway]:
-    """A multi-worker ``mogateway serve`` of each test's own (not yet the module's shared one: these tests
-    still use fixed shortcodes and count what the whole gateway holds)."""
-    with serve_gateway(tmp_path, reply_channel="http", reply_http_url=mt.url, reply_max_parts=3) as gateway:
-        yield gateway
 
 
 @pytest.fixture
@@ -51,16 +42,22 @@ def as_json(result: Any) -> Any:
     return json.loads(result.stdout)
 
 
-def test_clients_add_list_show_rotate_remove(run: Any, app: CallbackRecorder) -> None:
+def on_codes(clients: list[dict[str, Any]], codes: Codes) -> list[dict[str, Any]]:
+    """The clients of a listing that hold one of this test's shortcodes."""
+    mine = {codes[i] for i in range(10)}
+    return [c for c in clients if mine & {str(s) for s in c["shortcodes"]}]
+
+
+def test_clients_add_list_show_rotate_remove(run: Any, codes: Codes, app: CallbackRecorder) -> None:
     added = as_json(
-        run("clients", "add", "--name", "bank", "-s", SC, "-s", "56768", "-u", app.url, "-k", "bal",
+        run("clients", "add", "--name", "bank", "-s", codes[0], "-s", codes[1], "-u", app.url, "-k", "bal",
             "--timeout", "5", "--tsunix-unit", "s", "--json")
     )  # fmt: skip
-    assert (added["shortcodes"], added["keywords"], added["timeout_s"]) == ([SC, "56768"], ["BAL"], 5)
+    assert (added["shortcodes"], added["keywords"], added["timeout_s"]) == ([codes[0], codes[1]], ["BAL"], 5)
     assert added["tsunix_unit"] == "s" and added["token"]
     cid = added["id"]
 
-    listed = as_json(run("clients", "list", "--json"))["clients"]
+    listed = on_codes(as_json(run("clients", "list", "--json"))["clients"], codes)
     assert [c["id"] for c in listed] == [cid] and "token" not in listed[0]
     assert as_json(run("clients", "show", cid, "--json"))["name"] == "bank"
 
@@ -74,27 +71,30 @@ def test_clients_add_list_show_rotate_remove(run: Any, app: CallbackRecorder) ->
     assert cid in run("clients", "remove", cid).stdout
     missing = run("clients", "show", cid, code=5)
     assert "404" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
-    assert as_json(run("clients", "list", "--json"))["clients"] == []
+    assert on_codes(as_json(run("clients", "list", "--json"))["clients"], codes) == []
 
 
-def test_send_then_messages_list_show_and_replay(run: Any, gw: ServeGateway, app: CallbackRecorder) -> None:
+def test_send_then_messages_list_show_and_replay(
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
     app.answer = Answer.text("Hi\\nthere")
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
+    sc, source_id = codes[0], f"cli-{codes[0]}"
+    gw.add_client(shortcodes=[sc], callback_url=app.url)
     sent = as_json(
-        run("send", "--shortcode", SC, "--msisdn", "9810012345", "HELLO", "--id", "cli-1", "--json")
+        run("send", "--shortcode", sc, "--msisdn", "9810012345", "HELLO", "--id", source_id, "--json")
     )
     assert sent["duplicate"] is False
     mid = sent["id"]
     gw.wait_state(mid)
 
-    again = as_json(run("send", "-s", SC, "-m", "919810012345", "HELLO", "--id", "cli-1", "--json"))
+    again = as_json(run("send", "-s", sc, "-m", "919810012345", "HELLO", "--id", source_id, "--json"))
     assert (again["id"], again["duplicate"]) == (mid, True)
 
     shown = as_json(run("messages", "show", mid, "--json"))
     assert (shown["state"], shown["reply"], shown["msisdn"]) == ("replied", "Hi\nthere", "919810012345")
     assert [ev["event"] for ev in shown["timeline"]][-1] == "reply_submitted"
 
-    listed = as_json(run("messages", "list", "--shortcode", SC, "--state", "replied", "--json"))["messages"]
+    listed = as_json(run("messages", "list", "--shortcode", sc, "--state", "replied", "--json"))["messages"]
     assert [m["id"] for m in listed] == [mid]
 
     replayed = as_json(run("messages", "replay", mid, "--json"))
@@ -107,14 +107,16 @@ def test_send_then_messages_list_show_and_replay(run: Any, gw: ServeGateway, app
     assert mid in run("messages", "list").stdout
 
 
-def test_send_wait_prints_the_outcome(run: Any, gw: ServeGateway, app: CallbackRecorder) -> None:
-    gw.add_client(shortcodes=[SC], callback_url=app.url)
-    waited = as_json(run("send", "-s", SC, "-m", "919810012345", "HELLO", "--wait", "5", "--json"))
+def test_send_wait_prints_the_outcome(
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    gw.add_client(shortcodes=[codes[0]], callback_url=app.url)
+    waited = as_json(run("send", "-s", codes[0], "-m", "919810012345", "HELLO", "--wait", "5", "--json"))
     assert waited["state"] == "replied" and waited["reply"] == "OK"
 
 
-def test_send_of_a_foreign_number_fails_with_one_line(run: Any) -> None:
-    result = run("send", "-s", SC, "-m", "+14155550123", "HELLO", code=4)
+def test_send_of_a_foreign_number_fails_with_one_line(run: Any, codes: Codes) -> None:
+    result = run("send", "-s", codes[0], "-m", "+14155550123", "HELLO", code=4)
     assert "422" in result.stderr and "msisdn" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
@@ -131,23 +133,24 @@ def test_a_wrong_token_is_one_line_and_exit_4(run: Any) -> None:
 
 
 def test_ids_stay_whole_in_an_80_column_terminal(
-    run: Any, gw: ServeGateway, app: CallbackRecorder, monkeypatch: pytest.MonkeyPatch
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(console, "width", 80)
     app.answer = Answer.text("Your balance is Rs 42.00 as of today")
-    client = gw.add_client(shortcodes=[SC, "56768"], callback_url=app.url, keywords=["BAL"])
-    mid = gw.push(SC, "BAL please, for my savings account")["id"]
+    client = gw.add_client(shortcodes=[codes[0], codes[1]], callback_url=app.url, keywords=["BAL"])
+    mid = gw.push(codes[0], "BAL please, for my savings account")["id"]
     gw.wait_state(mid)
     assert client["id"] in run("clients", "list").stdout
     assert mid in run("messages", "list").stdout
 
 
 def test_clients_add_sign_rotate_secret_and_signing_on_off(
-    run: Any, gw: ServeGateway, app: CallbackRecorder
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder
 ) -> None:
     from mogateway.client import SignatureError, verify_signature
 
-    added = as_json(run("clients", "add", "--name", "signed", "-s", SC, "-u", app.url, "--sign", "--json"))
+    sc = codes[0]
+    added = as_json(run("clients", "add", "--name", "signed", "-s", sc, "-u", app.url, "--sign", "--json"))
     cid, secret = added["id"], added["signing_secret"]
     assert added["sign_callbacks"] is True and len(secret) >= 43
     shown = run("clients", "show", cid)
@@ -156,14 +159,14 @@ def test_clients_add_sign_rotate_secret_and_signing_on_off(
         and secret not in shown.stdout
         and "shown only now" not in shown.stdout
     )
-    gw.wait_state(gw.push(SC, "HELLO")["id"])
+    gw.wait_state(gw.push(sc, "HELLO")["id"])
     assert verify_signature(app.calls[-1].body, app.calls[-1].headers, secret)
 
     rotated = run("clients", "rotate-secret", cid)
     assert "signing_secret" in rotated.stdout and "signing_grace_until" in rotated.stdout
     assert "signing secret is shown only now" in rotated.stdout
     new_secret = as_json(run("clients", "rotate-secret", cid, "--json"))["signing_secret"]
-    gw.wait_state(gw.push(SC, "AGAIN")["id"])
+    gw.wait_state(gw.push(sc, "AGAIN")["id"])
     assert verify_signature(app.calls[-1].body, app.calls[-1].headers, new_secret)
 
     off = as_json(run("clients", "signing", cid, "--off", "--json"))
@@ -172,22 +175,25 @@ def test_clients_add_sign_rotate_secret_and_signing_on_off(
     assert "409" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     on = as_json(run("clients", "signing", cid, "--on", "--json"))
     assert on["signing_secret"] not in (secret, new_secret)
-    gw.wait_state(gw.push(SC, "ONCE MORE")["id"])
+    gw.wait_state(gw.push(sc, "ONCE MORE")["id"])
     with pytest.raises(SignatureError):
         verify_signature(app.calls[-1].body, app.calls[-1].headers, new_secret)
     assert verify_signature(app.calls[-1].body, app.calls[-1].headers, on["signing_secret"])
 
-    plain = as_json(run("clients", "add", "--name", "plain", "-s", "56768", "-u", app.url, "--json"))
+    plain = as_json(run("clients", "add", "--name", "plain", "-s", codes[1], "-u", app.url, "--json"))
     assert plain["sign_callbacks"] is False and "signing_secret" not in plain
 
 
-def test_top_once_prints_the_overview(run: Any, gw: ServeGateway, app: CallbackRecorder) -> None:
-    added = as_json(run("clients", "add", "--name", "vote", "-s", SC, "-u", app.url, "--json"))
-    gw.wait_state(gw.push(SC, "VOTE 1")["id"])
+def test_top_once_prints_the_overview(
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    name = f"vote-{codes[0]}"  # the client's own row, whatever other tests' clients show
+    added = as_json(run("clients", "add", "--name", name, "-s", codes[0], "-u", app.url, "--json"))
+    gw.wait_state(gw.push(codes[0], "VOTE 1")["id"])
     deadline = time.monotonic() + 10
     while True:  # the sampler reads the counters once a second
         screen = run("top", "--once", "--window", "1h").stdout
-        if "vote" in screen and "100.0 %" in screen:
+        if any(name in line and "100.0 %" in line for line in screen.splitlines()):
             break
         assert time.monotonic() < deadline, screen
     for words in ("mogateway top", "last 5 minutes", "outcomes", "http error", "queue lag", "clients"):

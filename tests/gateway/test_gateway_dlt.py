@@ -1,5 +1,9 @@
 """DLT over a real gateway: the client fields and templates through the API and the CLI, the CSV import,
-and what happens to a reply (sent with the ids, sent with a note, or blocked) on the HTTP reply channel."""
+and what happens to a reply (sent with the ids, sent with a note, or blocked) on the HTTP reply channel.
+
+Most tests run on the module's shared multi-worker ``mogateway serve`` (``gw`` in conftest.py), each on
+shortcodes of its own (``codes``), looking only at its own clients, messages and MT hand-overs
+(``calls_for``); a test that needs another setting or a journal to restart from starts its own."""
 
 from __future__ import annotations
 
@@ -11,11 +15,14 @@ from typing import Any
 import pytest
 from gateway_harness import (
     ADMIN_TOKEN,
+    Codes,
     ServeGateway,
+    calls_for,
     events,
     metric,
     serve_gateway,
     state_from_timeline,
+    wait_until,
 )
 from typer.testing import CliRunner
 
@@ -23,7 +30,7 @@ from mogateway.cli import app as cli
 from mogateway.cli.common import console
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
-SC = "56767"
+SC = "56767"  # on the gateways of a test's own
 PE = "1201159178420181234"
 T_BAL = "1107161234567890001"
 T_OTP = "1107161234567890002"
@@ -31,23 +38,21 @@ T_BYE = "1107161234567890003"
 
 
 @pytest.fixture
-def mt() -> Iterator[CallbackRecorder]:
-    """The MT endpoint, each test's own (these tests count every hand-over)."""
+def own_mt() -> Iterator[CallbackRecorder]:
+    """An MT endpoint of the test's own, for the tests that start a gateway of their own."""
     answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
     with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
         yield recorder
 
 
-@pytest.fixture
-def gw(tmp_path: Path, mt: CallbackRecorder) -> Iterator[ServeGateway]:
-    """A multi-worker ``mogateway serve`` of each test's own (not yet the module's shared one: these tests
-    still use fixed shortcodes and count what the whole gateway holds)."""
-    with serve_gateway(tmp_path, reply_channel="http", reply_http_url=mt.url, reply_max_parts=3) as gateway:
-        yield gateway
+def add_dlt_client(gw: ServeGateway, app: CallbackRecorder, shortcode: str = SC, **fields: Any) -> str:
+    return str(gw.add_client(shortcodes=[shortcode], callback_url=app.url, dlt_pe_id=PE, **fields)["id"])
 
 
-def add_dlt_client(gw: ServeGateway, app: CallbackRecorder, **fields: Any) -> str:
-    return str(gw.add_client(shortcodes=[SC], callback_url=app.url, dlt_pe_id=PE, **fields)["id"])
+def mt_calls(mt: CallbackRecorder, message_id: str, count: int = 1) -> list[Any]:
+    """The hand-overs of one message to the shared MT endpoint, once there are ``count``."""
+    wait_until(lambda: len(calls_for(mt, message_id)) >= count, f"{count} MT call(s) for {message_id}")
+    return calls_for(mt, message_id)
 
 
 def add_template(gw: ServeGateway, cid: str, template_id: str, text: str) -> Any:
@@ -68,11 +73,13 @@ def assert_problem(resp: Any, status: int, field: str | None = None) -> dict[str
 # ------------------------------------------------------------------------------- client fields
 
 
-def test_pe_id_and_enforcement_are_client_fields(gw: ServeGateway, app: CallbackRecorder) -> None:
-    plain = gw.add_client(shortcodes=[SC], callback_url=app.url)
+def test_pe_id_and_enforcement_are_client_fields(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    plain = gw.add_client(shortcodes=[codes[0]], callback_url=app.url)
     assert (plain["dlt_pe_id"], plain["dlt_enforce"], plain["dlt_templates"]) == (None, False, 0)
 
-    created = gw.add_client(shortcodes=["56768"], callback_url=app.url, dlt_pe_id=PE, dlt_enforce=True)
+    created = gw.add_client(shortcodes=[codes[1]], callback_url=app.url, dlt_pe_id=PE, dlt_enforce=True)
     assert (created["dlt_pe_id"], created["dlt_enforce"]) == (PE, True)
     cid = created["id"]
     shown = gw.admin("GET", f"/v1/clients/{cid}").json()
@@ -104,19 +111,20 @@ def test_pe_id_and_enforcement_are_client_fields(gw: ServeGateway, app: Callback
     ],
 )
 def test_malformed_dlt_fields_are_422(
-    gw: ServeGateway, app: CallbackRecorder, fields: dict[str, Any], field: str
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, fields: dict[str, Any], field: str
 ) -> None:
-    body = {"name": "x", "shortcodes": [SC], "callback_url": app.url, **fields}
+    body = {"name": "x", "shortcodes": [codes[0]], "callback_url": app.url, **fields}
     problem = assert_problem(gw.admin("POST", "/v1/clients", json=body), 422, field)
     assert problem["detail"].startswith(f"{field}:")
-    assert gw.admin("GET", "/v1/clients").json()["clients"] == []
+    clients = gw.admin("GET", "/v1/clients").json()["clients"]
+    assert [c for c in clients if codes[0] in map(str, c["shortcodes"])] == []  # nothing was created
 
 
 # ----------------------------------------------------------------------------------- templates
 
 
-def test_templates_round_trip_over_the_api(gw: ServeGateway, app: CallbackRecorder) -> None:
-    cid = add_dlt_client(gw, app)
+def test_templates_round_trip_over_the_api(gw: ServeGateway, codes: Codes, app: CallbackRecorder) -> None:
+    cid = add_dlt_client(gw, app, codes[0])
     created = add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     assert created.status_code == 201, created.text
     assert created.json()["template_id"] == T_BAL and created.json()["variables"] == 1
@@ -155,9 +163,9 @@ def test_templates_round_trip_over_the_api(gw: ServeGateway, app: CallbackRecord
     ],
 )
 def test_malformed_templates_are_422_naming_the_field(
-    gw: ServeGateway, app: CallbackRecorder, template_id: str, text: str, field: str, why: str
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, template_id: str, text: str, field: str, why: str
 ) -> None:
-    cid = add_dlt_client(gw, app)
+    cid = add_dlt_client(gw, app, codes[0])
     problem = assert_problem(add_template(gw, cid, template_id, text), 422, field)
     assert why in problem["detail"]
     assert gw.admin("GET", f"/v1/clients/{cid}/dlt-templates").json()["count"] == 0
@@ -172,8 +180,10 @@ valid 10 min",Approved,{PE}
 """
 
 
-def test_importing_a_portal_export_reports_what_was_refused(gw: ServeGateway, app: CallbackRecorder) -> None:
-    cid = add_dlt_client(gw, app)
+def test_importing_a_portal_export_reports_what_was_refused(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    cid = add_dlt_client(gw, app, codes[0])
     path = f"/v1/clients/{cid}/dlt-templates/import"
     dry = gw.admin("POST", path, params={"dry_run": "true"}, content=EXPORT.encode()).json()
     assert (dry["dry_run"], dry["added"], dry["total"]) == (True, [T_BAL, T_OTP], 2)
@@ -210,8 +220,10 @@ def test_importing_a_portal_export_reports_what_was_refused(gw: ServeGateway, ap
     assert (replaced["removed"], replaced["total"]) == ([T_BYE], 2)
 
 
-def test_an_unreadable_import_is_refused_as_a_whole(gw: ServeGateway, app: CallbackRecorder) -> None:
-    cid = add_dlt_client(gw, app)
+def test_an_unreadable_import_is_refused_as_a_whole(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    cid = add_dlt_client(gw, app, codes[0])
     path = f"/v1/clients/{cid}/dlt-templates/import"
     problem = assert_problem(
         gw.admin("POST", path, content="Template Id,Template Content\n1,café\n".encode("cp1252")), 422, "file"
@@ -220,8 +232,10 @@ def test_an_unreadable_import_is_refused_as_a_whole(gw: ServeGateway, app: Callb
     assert_problem(gw.admin("POST", path, content=b"msisdn,operator\n1,2\n"), 422, "file")
 
 
-def test_a_large_export_is_not_held_to_the_small_body_limit(gw: ServeGateway, app: CallbackRecorder) -> None:
-    cid = add_dlt_client(gw, app)
+def test_a_large_export_is_not_held_to_the_small_body_limit(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    cid = add_dlt_client(gw, app, codes[0])
     lines = ["Template ID,Template Content"] + [
         f"11071612345{i:08d},Offer {i}: {{#var#}} {'x' * 150}" for i in range(600)
     ]
@@ -236,13 +250,13 @@ def test_a_large_export_is_not_held_to_the_small_body_limit(gw: ServeGateway, ap
 
 
 def test_a_matched_reply_carries_the_ids_and_names_the_template(
-    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
-    cid = add_dlt_client(gw, app)
+    cid = add_dlt_client(gw, app, codes[0])
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     app.answer = Answer.text("Your balance is Rs 42.")
-    message = gw.wait_state(gw.push(SC, "BAL")["id"], frozenset({"replied"}))
-    (call,) = mt.wait_for_calls(1)
+    message = gw.wait_state(gw.push(codes[0], "BAL")["id"], frozenset({"replied"}))
+    (call,) = mt_calls(mt, message["id"])
     assert call.json()["dlt_pe_id"] == PE and call.json()["dlt_template_id"] == T_BAL
     (submitted,) = events(message, "reply_submitted")
     assert (submitted["dlt_template"], submitted["dlt_pe_id"]) == (T_BAL, PE)
@@ -250,25 +264,25 @@ def test_a_matched_reply_carries_the_ids_and_names_the_template(
 
 
 def test_an_unmatched_reply_without_enforcement_goes_out_with_a_note(
-    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
-    cid = add_dlt_client(gw, app)
+    cid = add_dlt_client(gw, app, codes[0])
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     app.answer = Answer.text("Balance: 42")
-    message = gw.wait_state(gw.push(SC, "BAL")["id"], frozenset({"replied"}))
-    (call,) = mt.wait_for_calls(1)
+    message = gw.wait_state(gw.push(codes[0], "BAL")["id"], frozenset({"replied"}))
+    (call,) = mt_calls(mt, message["id"])
     assert "dlt_pe_id" not in call.json() and call.json()["text"] == "Balance: 42"
     (submitted,) = events(message, "reply_submitted")
     assert submitted["dlt"] == "no DLT template matches; sent without the client's DLT ids"
 
 
 def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
-    gw: ServeGateway, app: CallbackRecorder, mt: CallbackRecorder
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder, mt: CallbackRecorder
 ) -> None:
-    cid = add_dlt_client(gw, app, dlt_enforce=True)
+    cid = add_dlt_client(gw, app, codes[0], dlt_enforce=True)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     app.answer = Answer.text("Your OTP is 1234")
-    message_id = gw.push(SC, "OTP")["id"]
+    message_id = gw.push(codes[0], "OTP")["id"]
     message = gw.wait_state(message_id, frozenset({"reply_blocked"}))
     (blocked,) = events(message, "reply_blocked")
     assert blocked["reason"] == "no DLT template matches"
@@ -276,10 +290,11 @@ def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
     assert "character 6" in blocked["closest"][0]["why"]
     assert message["reply"] == "Your OTP is 1234"  # what the application answered is kept
     assert state_from_timeline(message) == "reply_blocked"
-    assert mt.calls == []  # nothing reached the operator
+    assert calls_for(mt, message_id) == []  # nothing reached the operator
     metrics = gw.admin("GET", "/metrics").text
     assert metric(metrics, "mogateway_dlt_replies_total", client=cid, result="blocked") == 1  # all workers
-    listed = gw.admin("GET", "/v1/messages", params={"state": "reply_blocked"}).json()["messages"]
+    listed = gw.admin("GET", "/v1/messages", params={"state": "reply_blocked", "shortcode": codes[0]})
+    listed = listed.json()["messages"]
     assert [m["id"] for m in listed] == [message_id]
 
     # The aggregator registers the missing template; the operator replays the message.
@@ -287,13 +302,15 @@ def test_a_blocked_reply_is_not_sent_says_why_is_counted_and_can_be_replayed(
     assert gw.admin("POST", f"/v1/messages/{message_id}/replay").status_code == 202
     replayed = gw.wait_state(message_id, frozenset({"replied"}))
     assert events(replayed, "reply_submitted")[-1]["dlt_template"] == T_OTP
-    assert mt.wait_for_calls(1)[0].json()["dlt_template_id"] == T_OTP
+    assert mt_calls(mt, message_id)[0].json()["dlt_template_id"] == T_OTP
     metrics = gw.admin("GET", "/metrics").text
     assert metric(metrics, "mogateway_dlt_replies_total", client=cid, result="matched") == 1
 
 
-def test_dlt_check_says_which_template_a_reply_would_match(gw: ServeGateway, app: CallbackRecorder) -> None:
-    cid = add_dlt_client(gw, app, dlt_enforce=True)
+def test_dlt_check_says_which_template_a_reply_would_match(
+    gw: ServeGateway, codes: Codes, app: CallbackRecorder
+) -> None:
+    cid = add_dlt_client(gw, app, codes[0], dlt_enforce=True)
     add_template(gw, cid, T_BAL, "Your balance is {#var#}.")
     hit = gw.admin("POST", f"/v1/clients/{cid}/dlt-check", json={"text": "Your balance is 5."}).json()
     assert (hit["verdict"], hit["template_id"]) == ("matched", T_BAL)
@@ -320,9 +337,9 @@ def run(gw: ServeGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_the_cli_round_trips_the_templates(
-    run: Any, gw: ServeGateway, app: CallbackRecorder, tmp_path: Path
+    run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder, tmp_path: Path
 ) -> None:
-    cid = gw.add_client(shortcodes=[SC], callback_url=app.url)["id"]
+    cid = gw.add_client(shortcodes=[codes[0]], callback_url=app.url)["id"]
     shown = json.loads(run("clients", "dlt-set", cid, "--pe-id", PE, "--enforce", "--json").stdout)
     assert (shown["dlt_pe_id"], shown["dlt_enforce"]) == (PE, True)
     assert "dlt_pe_id" in run("clients", "show", cid).stdout
@@ -355,8 +372,13 @@ def test_the_cli_round_trips_the_templates(
     run("clients", "dlt-set", cid, code=2)  # nothing to change
 
 
-def test_the_variable_limit_is_a_setting(tmp_path: Path, app: CallbackRecorder, mt: CallbackRecorder) -> None:
-    with serve_gateway(tmp_path, reply_channel="http", reply_http_url=mt.url, dlt_var_max_chars=5) as small:
+def test_the_variable_limit_is_a_setting(
+    tmp_path: Path, app: CallbackRecorder, own_mt: CallbackRecorder
+) -> None:
+    """A gateway of its own: the setting differs from the shared one's."""
+    with serve_gateway(
+        tmp_path, reply_channel="http", reply_http_url=own_mt.url, dlt_var_max_chars=5
+    ) as small:
         cid = add_dlt_client(small, app, dlt_enforce=True)
         add_template(small, cid, T_BAL, "Your balance is {#var#}.")
         app.answer = Answer.text("Your balance is 123456.")  # 6 characters in the variable
@@ -383,10 +405,12 @@ def test_the_dlt_routes_are_in_the_openapi_document(gw: ServeGateway) -> None:
 
 
 def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
-    tmp_path: Path, app: CallbackRecorder, mt: CallbackRecorder
+    tmp_path: Path, app: CallbackRecorder, own_mt: CallbackRecorder
 ) -> None:
     """A message the application answered just before the gateway stopped is in state ``answered``: the
-    next start sends its reply, through the same DLT decision as a fresh one."""
+    next start sends its reply, through the same DLT decision as a fresh one (gateways of its own: the
+    journal is written while they are stopped)."""
+    mt = own_mt
     import asyncio
     import time as clock
 
@@ -396,7 +420,7 @@ def test_a_reply_resumed_after_a_restart_gets_the_same_dlt_decision(
     from mogateway.edges.storage.sqlite import SqliteJournal
 
     database = tmp_path / "journal.db"
-    settings = {"reply_channel": "http", "reply_http_url": mt.url}
+    settings: dict[str, Any] = {"reply_channel": "http", "reply_http_url": mt.url}
     with serve_gateway(tmp_path, log_name="first", **settings) as first:
         cid = add_dlt_client(first, app, dlt_enforce=True)
         add_template(first, cid, T_BAL, "Your balance is {#var#}.")

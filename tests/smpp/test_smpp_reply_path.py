@@ -1,32 +1,24 @@
 """The reply path when the SMSC misbehaves, over real sockets: replies wait out an outage without holding
 callback capacity, a reply cut off between submit_sm and its answer is recorded as possibly sent and
 not sent again (unless the operator asks for at-least-once replies), and an SMSC that redelivers after
-a SIGKILL creates no second message."""
+a SIGKILL creates no second message.
+
+Each test runs ``mogateway serve`` as it runs by default (several workers, at least two) with the bind in
+its TOML settings; the bind lives on one worker, and the tests read only public surfaces (the admin API,
+/metrics summed over the workers, the simulator's records)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
-    GatewayClient,
-    InProcessGateway,
-    clean_env,
-    events,
-    in_process_gateway,
-    start_serve,
-    state_from_timeline,
-)
-from test_smpp_end_to_end import SmscThread
+from gateway_harness import GatewayClient, events, metric, state_from_timeline
+from test_smpp_end_to_end import SmscThread, smpp_gateway
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
 from mogateway.testing.smsc import SimulatedSmsc
@@ -53,7 +45,7 @@ def smsc() -> Iterator[SmscThread]:
     sim.close()
 
 
-def listed(gw: GatewayClient | InProcessGateway, **params: object) -> list[dict[str, object]]:
+def listed(gw: GatewayClient, **params: object) -> list[dict[str, object]]:
     resp = gw.admin("GET", "/v1/messages", params={"limit": 1000, **params})
     assert resp.status_code == 200, resp.text
     return list(resp.json()["messages"])
@@ -70,13 +62,11 @@ def test_replies_wait_out_an_smsc_outage_without_holding_callbacks(tmp_path: Pat
     count = 20
     with (
         CallbackRecorder.in_thread(Answer.late(0.5, "thanks")) as app,
-        in_process_gateway(tmp_path / "j.db", smpp={"binds": [bind_for(smsc)]}) as gw,
+        smpp_gateway(tmp_path, bind_for(smsc)) as gw,
     ):
         gw.add_client(shortcodes=[SC], callback_url=app.url, max_concurrency=2)
         smsc.run(smsc.smsc.wait_bound(10))
-        statuses = [
-            smsc.run(smsc.smsc.inject_mo(f"9198100{n:05d}", SC, f"MO {n}"))[0] for n in range(count)
-        ]
+        statuses = [smsc.run(smsc.smsc.inject_mo(f"9198100{n:05d}", SC, f"MO {n}"))[0] for n in range(count)]
         assert statuses == [0] * count  # acknowledged: stored
         port = smsc.smsc.port
         smsc.run(smsc.smsc.stop())  # the SMSC goes away while the callbacks are still running
@@ -87,7 +77,7 @@ def test_replies_wait_out_an_smsc_outage_without_holding_callbacks(tmp_path: Pat
         waiting = listed(gw, state="answered")[0]
         shown = gw.message(str(waiting["id"]))
         assert events(shown, "reply_waiting") and not events(shown, "reply_failed")
-        assert "mogateway_replies_waiting 20.0" in gw.admin("GET", "/metrics").text
+        assert metric(gw.admin("GET", "/metrics").text, "mogateway_replies_waiting") == count
 
         # Meanwhile the same client's callbacks go on at full speed: waiting replies hold none of its
         # two lanes (over HTTP these replies use the log channel).
@@ -120,9 +110,7 @@ def test_a_reply_cut_off_before_its_answer_is_possibly_sent_and_not_sent_again(
 ) -> None:
     with (
         CallbackRecorder.in_thread(Answer.text("your balance is 42")) as app,
-        in_process_gateway(
-            tmp_path / "j.db", smpp={"binds": [bind_for(smsc)]}, reply_at_least_once=at_least_once
-        ) as gw,
+        smpp_gateway(tmp_path, bind_for(smsc), reply_at_least_once=at_least_once) as gw,
     ):
         gw.add_client(shortcodes=[SC], callback_url=app.url)
         smsc.run(smsc.smsc.wait_bound(10))
@@ -150,19 +138,9 @@ def test_a_reply_cut_off_before_its_answer_is_possibly_sent_and_not_sent_again(
 def test_an_mo_redelivered_after_a_sigkill_is_the_same_message(tmp_path: Path, smsc: SmscThread) -> None:
     """No SMSC message id: the content hash is what recognises a redelivery, and the gateway keeps it
     in its journal, so a restart does not forget it."""
-    env = clean_env(
-        MOGATEWAY_DATABASE=str(tmp_path / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-        MOGATEWAY_SMPP=json.dumps({"binds": [bind_for(smsc)]}),
-    )
     texts = [f"VOTE {n}" for n in range(30)]
     with CallbackRecorder.in_thread(Answer.text("ok")) as app:
-        first = start_serve(tmp_path, env, log_name="first")
-        try:
-            gw = GatewayClient(first.url)
+        with smpp_gateway(tmp_path, bind_for(smsc), log_name="first") as gw:
             gw.add_client(shortcodes=[SC], callback_url=app.url)
             smsc.run(smsc.smsc.wait_bound(10))
             for text in texts:
@@ -170,13 +148,11 @@ def test_an_mo_redelivered_after_a_sigkill_is_the_same_message(tmp_path: Path, s
             app.wait_for_calls(len(texts), timeout=20)
             finished = frozenset({"replied", "delivered"})
             wait_until(lambda: all(m["state"] in finished for m in listed(gw)), 20, "replies recorded")
-            gw.close()
-        finally:
-            first.kill()  # nothing in flight: any callback after the restart would be a second message
+            # SIGKILL, every worker at once; nothing in flight: any callback after the restart would be
+            # a second message.
+            gw.process.kill()
         smsc.smsc._bound.clear()
-        second = start_serve(tmp_path, env, log_name="second")
-        try:
-            gw = GatewayClient(second.url)
+        with smpp_gateway(tmp_path, bind_for(smsc), log_name="second") as gw:
             smsc.run(smsc.smsc.wait_bound(20))
             # The SMSC never saw our answers (as far as it knows): it delivers everything again.
             for text in texts:
@@ -184,11 +160,8 @@ def test_an_mo_redelivered_after_a_sigkill_is_the_same_message(tmp_path: Path, s
             time.sleep(1.0)
             assert len(app.calls) == len(texts)  # no callback for a redelivery
             assert len(listed(gw, shortcode=SC)) == len(texts)  # no second journal row
-            binds = gw.admin("GET", "/v1/binds").json()["binds"]
-            assert binds[0]["counters"]["mo_duplicates"] == len(texts)
-            gw.close()
-        finally:
-            second.stop()
+            (bind,) = gw.admin("GET", "/v1/binds").json()["binds"]  # whichever worker holds it
+            assert bind["counters"]["mo_duplicates"] == len(texts)
     assert len({c.headers["x-mogateway-message-id"] for c in app.calls}) == len(texts)
 
 
@@ -197,7 +170,7 @@ def test_an_outage_longer_than_the_validity_fails_the_reply_and_says_why(
 ) -> None:
     with (
         CallbackRecorder.in_thread(Answer.late(0.3, "thanks")) as app,
-        in_process_gateway(tmp_path / "j.db", smpp={"binds": [bind_for(smsc)]}, reply_validity_s=2) as gw,
+        smpp_gateway(tmp_path, bind_for(smsc), reply_validity_s=2) as gw,
     ):
         gw.add_client(shortcodes=[SC], callback_url=app.url)
         smsc.run(smsc.smsc.wait_bound(10))
@@ -207,5 +180,5 @@ def test_an_outage_longer_than_the_validity_fails_the_reply_and_says_why(
         shown = gw.wait_state(str(message["id"]), frozenset({"reply_failed"}), timeout=15)
         (failed,) = events(shown, "reply_failed")
         assert failed["detail"].startswith("expired after 2 s waiting")
-        metrics = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
-        assert 'mogateway_replies_total{channel="smpp",result="expired"} 1.0' in metrics
+        metrics = gw.admin("GET", "/metrics").text  # summed over the workers
+        assert metric(metrics, "mogateway_replies_total", channel="smpp", result="expired") == 1
