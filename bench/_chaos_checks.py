@@ -4,15 +4,18 @@ What the campaign saw, per MO it sent (each has its own token, text and msisdn, 
 whether the source was acknowledged (HTTP: a batch result with an id; SMPP: a deliver_sm answered
 ESME_ROK), every callback request for it (token and ``x-mogateway-message-id``), every message the
 gateway stored for its msisdn and that message's timeline (admin API), every ``submit_sm`` the SMSC
-simulator received for it (the application's answer names the token and the message id, so each reply
-says which message it answers), and the log reply channel's lines.
+simulator received for it and every text message the fake Graph API was sent for it (WhatsApp; the
+application's answer names the token and the message id, so each reply says which message it answers),
+and the log reply channel's lines. A WhatsApp MO is acknowledged when its webhook was answered 200 (the
+answer names its message id).
 
 The checks (the run fails when any of 1-3 is not zero, or when MOs are left unfinished):
 
 1. *missing*: acknowledged MOs that never reached the application.
 2. *two ids*: MOs that reached the application (or were acknowledged) under more than one message id.
 3. *replies*: for every MO whose answer was recorded (an ``outcome`` of kind ``reply``), exactly one
-   reply: SMPP counts ``submit_sm`` at the simulator, HTTP counts ``reply_submitted`` in the timeline.
+   reply: SMPP counts ``submit_sm`` at the simulator, WhatsApp the sends at the fake Graph API, HTTP
+   counts ``reply_submitted`` in the timeline.
    Missing and duplicated are counted apart, duplicates split into "the same message replied twice"
    (the reply path) and "a second message id replied" (follows from 2). A reply to the wrong msisdn
    counts too.
@@ -42,7 +45,9 @@ __all__ = [
     "possibly_sent",
 ]
 
-Transport = Literal["http", "smpp"]
+Transport = Literal["http", "smpp", "whatsapp"]
+#: Transports whose replies are counted where they arrive (the SMSC simulator, the fake Graph API).
+_COUNTED_AT_THE_FAR_END = frozenset({"smpp", "whatsapp"})
 
 #: States in which the gateway still has work to do on a message (docs: recovery resumes these).
 UNFINISHED_STATES = frozenset({"queued", "answered", "replying"})
@@ -95,12 +100,15 @@ class Observed:
     calls: list[tuple[str, str]]
     #: Every message the gateway stored for each MO's msisdn (None: it could not be looked up).
     stored: dict[str, list[Stored] | None]
-    #: SMPP: (destination msisdn, token, message id) of every submit_sm, as its text names them.
+    #: (destination msisdn, token, message id) of every reply that arrived, as its text names them:
+    #: SMPP submit_sm at the simulator, WhatsApp text messages at the fake Graph API.
     submits: list[tuple[str, str, str]] = field(default_factory=list)
-    #: submit_sm whose text does not name an MO of this campaign.
+    #: Replies (submit_sm or Graph sends) whose text does not name an MO of this campaign.
     unreadable_submits: int = 0
     #: Log reply channel: lines written per message id.
     log_replies: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: Text messages the fake Graph API was sent (WhatsApp replies), readable or not.
+    graph_sends: int = 0
 
 
 #: The figures in the order they are printed: (attribute, label).
@@ -116,7 +124,7 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("duplicated_second_id", "   a second message id replied"),
     ("wrong_number", "3. replies to a wrong number"),
     ("possibly_sent", "replies recorded as possibly sent"),
-    ("possibly_sent_unsent", "   of which never reached the SMSC"),
+    ("possibly_sent_unsent", "   of which never reached SMSC/Graph"),
     ("redeliveries", "callback redeliveries (same id)"),
     ("stored_twice", "MOs stored under two ids"),
     ("no_reply", "finished without a reply"),
@@ -141,8 +149,9 @@ class Figures:
     duplicated_second_id: int = 0
     wrong_number: int = 0
     possibly_sent: int = 0
-    #: Possibly sent (SMPP) and in fact never submitted: the at-most-once default's loss (the kill came
-    #: between the intent record and the submit_sm); ``reply_at_least_once`` would have sent them.
+    #: Possibly sent (SMPP, WhatsApp) and in fact never submitted: the at-most-once default's loss (the
+    #: kill came between the intent record and the submit_sm or Graph call); ``reply_at_least_once``
+    #: would have sent them.
     possibly_sent_unsent: int = 0
     redeliveries: int = 0
     stored_twice: int = 0
@@ -176,7 +185,7 @@ class Figures:
             found.append(token)
 
 
-def evaluate(observed: Observed, transports: Iterable[Transport] = ("http", "smpp")) -> Figures:
+def evaluate(observed: Observed, transports: Iterable[Transport] = ("http", "smpp", "whatsapp")) -> Figures:
     """The figures over the MOs of ``transports``."""
     wanted = set(transports)
     figures = Figures("+".join(sorted(wanted)) if len(wanted) > 1 else next(iter(wanted)))
@@ -249,14 +258,14 @@ def _count_replies(
         figures.note("no_reply", token)
         return
     figures.answered += 1
-    if mo.transport == "smpp":
+    if mo.transport in _COUNTED_AT_THE_FAR_END:
         per_id = {s.id: submitted[s.id] for s in stored}
         # A submit_sm naming an id the gateway did not store for this msisdn is a reply all the same.
         per_id.update({i: n for i, n in submitted.items() if i not in per_id})
     else:
         per_id = {s.id: s.reply_submitted for s in stored}
     total = sum(per_id.values())
-    if total == 0 and mo.transport == "smpp" and any(possibly_sent(s) for s in stored):
+    if total == 0 and mo.transport in _COUNTED_AT_THE_FAR_END and any(possibly_sent(s) for s in stored):
         figures.possibly_sent_unsent += 1
         figures.note("possibly_sent_unsent", token)
     if total == 0:

@@ -20,21 +20,37 @@ import aiohttp
 import orjson
 from _common import free_port
 
-__all__ = ["ADMIN", "INGEST", "SHORTCODE", "SYSTEM_ID", "GatewayProcess", "write_config"]
+__all__ = [
+    "ADMIN",
+    "APP_SECRET",
+    "BUSINESS_NUMBER",
+    "INGEST",
+    "PHONE_NUMBER_ID",
+    "SHORTCODE",
+    "SYSTEM_ID",
+    "GatewayProcess",
+    "write_config",
+]
 
 ADMIN = "chaos-admin-token-0123456789"
 INGEST = "chaos-ingest-token-0123456789"
 SHORTCODE = "56767"
 #: The SMPP account the gateway binds with, and the simulator's outbox it drains.
 SYSTEM_ID = "chaos"
+#: The WhatsApp number the gateway serves (the fake Graph API's default cloud number) and the app secret
+#: Meta's webhooks are signed with.
+PHONE_NUMBER_ID = "106540352242922"
+BUSINESS_NUMBER = "919876543210"
+APP_SECRET = "chaos-app-secret-0123456789"
 _RECOVERY_LINE = re.compile(r"^recovery: (\d+) unfinished")
 
 
-def write_config(workdir: Path, smsc_port: int, binds: int = 1) -> Path:
+def write_config(workdir: Path, smsc_port: int, binds: int = 1, graph_url: str | None = None) -> Path:
     """The gateway's TOML settings: the journal in ``workdir``, fixed tokens, ``binds`` binds to the
     simulator (all as :data:`SYSTEM_ID`: it writes each MO to whichever of them has room; with
     ``mogateway serve``'s worker per core, a bind each), info logs as JSON (the log reply channel's lines
-    and the recovery count are read from them)."""
+    and the recovery count are read from them). With ``graph_url``, a ``[whatsapp]`` table serving
+    :data:`BUSINESS_NUMBER` with that (fake) Graph API as the reply target."""
     path = workdir / "gateway.toml"
     sections = "".join(
         f"""
@@ -53,6 +69,18 @@ enquire_link_s = 5
 """
         for n in range(binds)
     )
+    if graph_url is not None:
+        sections += f"""
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "chaos-verify-token"
+graph_url = "{graph_url}"
+
+[[whatsapp.numbers]]
+phone_number_id = "{PHONE_NUMBER_ID}"
+display_phone_number = "{BUSINESS_NUMBER}"
+access_token = "rehearsal-token"
+"""
     path.write_text(
         f"""database = "{workdir / "journal.db"}"
 admin_token = "{ADMIN}"
@@ -191,10 +219,13 @@ class GatewayProcess:
                 raise RuntimeError(f"GET {path}: {resp.status} {body[:200]!r}")
             return orjson.loads(body)
 
-    async def register_client(self, session: aiohttp.ClientSession, callback: str, concurrency: int) -> None:
+    async def register_client(
+        self, session: aiohttp.ClientSession, callback: str, concurrency: int, whatsapp: bool = False
+    ) -> None:
         body = {
             "name": "chaos",
             "shortcodes": [SHORTCODE],
+            "whatsapp_numbers": [BUSINESS_NUMBER] if whatsapp else [],
             "callback_url": callback,
             "max_concurrency": concurrency,
             "timeout_s": 30,

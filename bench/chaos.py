@@ -1,7 +1,8 @@
 """Crash campaign: thousands of MOs over HTTP and SMPP while ``mogateway serve`` is SIGKILLed at random.
 
     python bench/chaos.py [--seed N] [--mos 20000] [--kills 25] [--transport both] [--binds 1]
-                          [--callback-delay-ms 100] [--max-seconds 1800] [--json out.json]
+                          [--whatsapp-share 0.2] [--callback-delay-ms 100] [--max-seconds 1800]
+                          [--json out.json]
 
 Everything is real and on 127.0.0.1: the gateway is a ``mogateway serve`` process on a SQLite journal
 (fsynced before every acknowledgement), bound over SMPP to the SMSC simulator of this process and calling
@@ -12,10 +13,14 @@ callbacks and its log.
 1. MOs, each with its own token, text and msisdn (``bench/_chaos_traffic.py``), are offered at a
    steady pace: over HTTP by several pushers in batches with source ids; over SMPP in bursts through
    the simulator's store and forward (deliver_sm without an SMSC message id, so a redelivery can only
-   be recognised by its content; bursts larger than the gateway's intake batch of 500). The
-   application holds every callback ``--callback-delay-ms`` and answers "ok <token> <message id>";
-   with the client's ``max_concurrency`` the backlog grows to thousands (more than the recovery page
-   of 1,000). The simulator answers submit_sm after ``--smsc-latency-ms``, as an SMSC over a network.
+   be recognised by its content; bursts larger than the gateway's intake batch of 500); with
+   ``--whatsapp-share`` that share of the MOs as WhatsApp webhooks (several messages per body, signed
+   by the fake Graph API's ``WebhookSender`` like Meta's, delivered again with the same bytes until
+   answered 200) to a gateway configured with ``[whatsapp]`` and the fake Graph API (in this process)
+   as its ``graph_url``, where their replies arrive. The application holds every callback
+   ``--callback-delay-ms`` and answers "ok <token> <message id>"; with the client's
+   ``max_concurrency`` the backlog grows to thousands (more than the recovery page of 1,000). The
+   simulator answers submit_sm after ``--smsc-latency-ms``, as an SMSC over a network.
 2. The gateway is SIGKILLed ``--kills`` times at moments drawn from the seed (``bench/_chaos_kills.py``):
    spread over the run, some at random, some aimed at work in flight (a deliver_sm or an HTTP batch
    stored and not yet answered, a reply at the SMSC not yet confirmed). The seed, the plan and every
@@ -25,7 +30,8 @@ callbacks and its log.
 3. After the last restart the run waits until the gateway has drained (every MO acknowledged, nothing
    queued, dispatching or answered), looks up every message stored for every MO's msisdn with its
    timeline, and checks (``bench/_chaos_checks.py``): 1. no acknowledged MO missing at the callback;
-   2. no MO at the callback under two message ids; 3. exactly one reply per answered MO. It prints a
+   2. no MO at the callback under two message ids; 3. exactly one reply per answered MO (a WhatsApp
+   reply counted where it arrives: the fake Graph API's sends for its wamid). It prints a
    table per campaign; the figures reported beside the checks are described there.
 
 Exit status: 0 when checks 1-3 hold and the gateway drained, 1 otherwise, 2 for bad usage.
@@ -37,6 +43,7 @@ import argparse
 import asyncio
 import collections
 import json
+import logging
 import random
 import re
 import shutil
@@ -49,13 +56,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _chaos_checks import Figures, Observed, SentMo, Stored, evaluate, format_table
 from _chaos_gateway import SYSTEM_ID, GatewayProcess, write_config
-from _chaos_kills import AIMS, Killer, KillRecord, plan_kills
+from _chaos_kills import AIMS, Killer, KillRecord, PlannedKill, plan_kills
 from _chaos_traffic import Traffic, make_mos, token_of
 
+from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.recorder import CallbackRecorder
 from mogateway.testing.smsc import SimulatedSmsc
 
@@ -74,6 +83,10 @@ class Options:
     mos: int = 20_000
     kills: int = 25
     transport: Literal["http", "smpp", "both"] = "both"
+    #: Share of the MOs sent as WhatsApp webhooks (0: none, no [whatsapp] table); the rest per --transport.
+    whatsapp_share: float = 0.0
+    #: WhatsApp messages per webhook body.
+    wa_batch: int = 5
     callback_delay_ms: float = 100.0
     #: The client's max_concurrency: with the delay, how fast the backlog drains.
     concurrency: int = 32
@@ -96,10 +109,12 @@ class Options:
     gateway_src: str = ""
     echo: Callable[[str], None] = print
 
-    def split(self) -> tuple[int, int]:
-        """MOs over HTTP, over SMPP."""
-        n_smpp = {"http": 0, "smpp": self.mos, "both": self.mos // 2}[self.transport]
-        return self.mos - n_smpp, n_smpp
+    def split(self) -> tuple[int, int, int]:
+        """MOs over HTTP, over SMPP, as WhatsApp webhooks."""
+        n_wa = round(self.mos * self.whatsapp_share)
+        rest = self.mos - n_wa
+        n_smpp = {"http": 0, "smpp": rest, "both": rest // 2}[self.transport]
+        return rest - n_smpp, n_smpp, n_wa
 
 
 @dataclass
@@ -154,10 +169,11 @@ async def run_campaign(options: Options) -> CampaignResult:
     own_dir = options.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="chaos-")) if own_dir else Path(str(options.workdir))
     workdir.mkdir(parents=True, exist_ok=True)
-    n_http, n_smpp = options.split()
+    n_http, n_smpp, n_wa = options.split()
     echo = options.echo
     echo(
-        f"seed {options.seed}: {n_http} MOs over HTTP, {n_smpp} over SMPP, offered at {options.rate:g} MO/s; "
+        f"seed {options.seed}: {n_http} MOs over HTTP, {n_smpp} over SMPP, {n_wa} as WhatsApp webhooks, "
+        f"offered at {options.rate:g} MO/s; "
         f"callback delay {options.callback_delay_ms:g} ms × concurrency {options.concurrency}; "
         f"SMSC latency {options.smsc_latency_ms:g} ms; {options.binds} bind(s); journal and logs in {workdir}"
     )
@@ -172,9 +188,28 @@ async def run_campaign(options: Options) -> CampaignResult:
         # socket (see _chaos_kills: the deliver_sm aim).
         receive_buffer=4096,
     )
-    mos = make_mos(n_http, n_smpp)
+    mos = make_mos(n_http, n_smpp, n_wa)
+    graph = FakeGraphServer().start() if n_wa else None
+    try:
+        return await _campaign(options, plan, rng, workdir, own_dir, smsc, mos, graph)
+    finally:
+        if graph is not None:
+            graph.stop()
+
+
+async def _campaign(
+    options: Options,
+    plan: list[PlannedKill],
+    rng: random.Random,
+    workdir: Path,
+    own_dir: bool,
+    smsc: SimulatedSmsc,
+    mos: dict[str, SentMo],
+    graph: FakeGraphServer | None,
+) -> CampaignResult:
+    echo = options.echo
     async with smsc, aiohttp.ClientSession() as session:
-        config = write_config(workdir, smsc.port, options.binds)
+        config = write_config(workdir, smsc.port, options.binds, graph.url if graph else None)
         gateway = GatewayProcess(workdir, config, options.gateway_src)
         traffic = Traffic(
             mos,
@@ -186,13 +221,16 @@ async def run_campaign(options: Options) -> CampaignResult:
             batch=options.batch,
             smpp_burst=options.smpp_burst,
             callback_delay_s=options.callback_delay_ms / 1000,
+            wa_batch=options.wa_batch,
         )
         async with CallbackRecorder(traffic.answer) as app:
             offering: asyncio.Task[None] | None = None
             try:
                 gateway.start()
                 await gateway.wait_ready(session)
-                await gateway.register_client(session, app.url, options.concurrency)
+                await gateway.register_client(
+                    session, app.url, options.concurrency, whatsapp=graph is not None
+                )
                 traffic.up.set()
                 killer = Killer(traffic, gateway, session, rng, echo)
                 deadline = killer.started + options.max_seconds
@@ -202,14 +240,14 @@ async def run_campaign(options: Options) -> CampaignResult:
                 wall = time.monotonic() - killer.started
                 traffic.settle()
                 echo(f"{'drained' if drained else 'NOT drained'} after {wall:.1f} s; looking up every MO")
-                observed = await _observe(traffic, gateway, session, app)
+                observed = await _observe(traffic, gateway, session, app, graph)
             finally:
                 if offering is not None:
                     offering.cancel()
                     await asyncio.gather(offering, return_exceptions=True)
                 await gateway.stop()
-    figures = {"http": evaluate(observed, ["http"]), "smpp": evaluate(observed, ["smpp"])}
-    figures["all"] = evaluate(observed, ["http", "smpp"])
+    figures = {t: evaluate(observed, [t]) for t in ("http", "smpp", "whatsapp")}
+    figures["all"] = evaluate(observed, ["http", "smpp", "whatsapp"])
     figures["all"].transport = "all"
     result = CampaignResult(
         options={k: v for k, v in asdict(options).items() if k not in ("echo", "workdir")},
@@ -222,8 +260,10 @@ async def run_campaign(options: Options) -> CampaignResult:
             "http_pushes_repeated": traffic.pushes_repeated,
             "http_found_stored": traffic.found_stored,
             "smpp_redelivered": sum(1 for q in traffic.queued.values() if q.attempts > 1),
+            "webhooks_redelivered": traffic.webhooks_redelivered,
             "callbacks": len(observed.calls),
-            "submit_sm": len(observed.submits) + observed.unreadable_submits,
+            "submit_sm": len(traffic.smsc.submits),
+            "graph_sends": observed.graph_sends,
         },
         examples=_examples(figures["all"], observed),
         gateway_errors=_gateway_errors(gateway),
@@ -260,10 +300,15 @@ async def _drain(
 
 
 async def _observe(
-    traffic: Traffic, gateway: GatewayProcess, session: aiohttp.ClientSession, app: CallbackRecorder
+    traffic: Traffic,
+    gateway: GatewayProcess,
+    session: aiohttp.ClientSession,
+    app: CallbackRecorder,
+    graph: FakeGraphServer | None,
 ) -> Observed:
     """What the checks need: every stored message of every MO's msisdn with its timeline (admin API),
-    the application's calls, the simulator's submit_sm, the log reply channel's lines."""
+    the application's calls, the simulator's submit_sm, the fake Graph API's sends, the log reply
+    channel's lines."""
     stored: dict[str, list[Stored] | None] = {}
     todo = collections.deque(traffic.mos.values())
 
@@ -301,12 +346,23 @@ async def _observe(
             unreadable += 1
         else:
             submits.append((submit.pdu.destination_addr.lstrip("+"), found.group(1), found.group(2)))
+    graph_sends = 0
+    if graph is not None:
+        async with session.get(graph.url + "/__fake/messages") as resp:
+            sends = orjson.loads(await resp.read())["data"]
+        graph_sends = len(sends)
+        for send in sends:
+            found = _REPLY_TEXT.match(str(send.get("text", "")))
+            if found is None:
+                unreadable += 1
+            else:
+                submits.append((str(send["to"]), found.group(1), found.group(2)))
     log_replies: collections.Counter[str] = collections.Counter()
     for record in gateway.log_records():
         line = _REPLY_LINE.match(str(record.get("msg", "")))
         if line and record.get("logger") == "mogateway.replies":
             log_replies[line.group(1)] += 1
-    return Observed(traffic.mos, calls, stored, submits, unreadable, log_replies)
+    return Observed(traffic.mos, calls, stored, submits, unreadable, log_replies, graph_sends)
 
 
 def _examples(figures: Figures, observed: Observed) -> dict[str, list[dict[str, Any]]]:
@@ -355,7 +411,7 @@ def summary(result: CampaignResult, *, examples: int = 2) -> str:
     few MOs of each failing figure with what the gateway shows of them."""
     o = result.options
     figures = result.figures
-    columns = [f for key in ("http", "smpp", "all") if (f := figures[key]).mos or key == "all"]
+    columns = [f for key in ("http", "smpp", "whatsapp", "all") if (f := figures[key]).mos or key == "all"]
     aims = collections.Counter(k.aim for k in result.kills)
     phases = collections.Counter(k.phase for k in result.kills)
     t = result.traffic
@@ -366,8 +422,9 @@ def summary(result: CampaignResult, *, examples: int = 2) -> str:
         f"largest recovery {result.max_recovered:,}  wall {result.wall_s:.1f} s",
         f"HTTP batch pushes repeated {t.get('http_pushes_repeated', 0)} "
         f"(MOs found already stored {t.get('http_found_stored', 0)}), "
-        f"deliver_sm redelivered {t.get('smpp_redelivered', 0)}, callbacks {t.get('callbacks', 0):,}, "
-        f"submit_sm {t.get('submit_sm', 0):,}",
+        f"deliver_sm redelivered {t.get('smpp_redelivered', 0)}, "
+        f"webhooks delivered again {t.get('webhooks_redelivered', 0)}, callbacks {t.get('callbacks', 0):,}, "
+        f"submit_sm {t.get('submit_sm', 0):,}, Graph sends {t.get('graph_sends', 0):,}",
         format_table(columns),
     ]
     a = figures["all"]
@@ -394,6 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     add("--mos", type=int, default=defaults.mos, help="MOs per campaign, over both transports")
     add("--kills", type=int, default=defaults.kills, help="SIGKILLs per campaign")
     add("--transport", choices=("http", "smpp", "both"), default=defaults.transport)
+    add(
+        "--whatsapp-share",
+        type=float,
+        default=defaults.whatsapp_share,
+        help="share of the MOs sent as signed WhatsApp webhooks (0-1; the rest per --transport)",
+    )
+    add("--wa-batch", type=int, default=defaults.wa_batch, help="WhatsApp messages per webhook body")
     add("--callback-delay-ms", type=float, default=defaults.callback_delay_ms, help="the app's delay")
     add("--concurrency", type=int, default=defaults.concurrency, help="the client's max_concurrency")
     add("--rate", type=float, default=defaults.rate, help="MOs offered per second")
@@ -410,10 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     add("--json", type=Path, default=None, help="write every campaign's result here")
     add("--gateway-src", default="", help="run the gateway's code from this src/ directory")
     args = parser.parse_args(argv)
+    # The fake Graph API's server logs every request a killed gateway dropped half-way: expected here.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     if args.mos < 1 or args.kills < 0 or args.campaigns < 1 or args.rate <= 0 or args.concurrency < 1:
         parser.error("--mos, --campaigns, --concurrency at least 1; --kills at least 0; --rate above 0")
     if args.binds < 1:
         parser.error("--binds at least 1")
+    if not 0 <= args.whatsapp_share <= 1 or args.wa_batch < 1:
+        parser.error("--whatsapp-share between 0 and 1; --wa-batch at least 1")
     try:
         plan_kills(random.Random(0), 1, args.aim)
     except ValueError as exc:
@@ -426,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             mos=args.mos,
             kills=args.kills,
             transport=args.transport,
+            whatsapp_share=args.whatsapp_share,
+            wa_batch=args.wa_batch,
             callback_delay_ms=args.callback_delay_ms,
             concurrency=args.concurrency,
             rate=args.rate,

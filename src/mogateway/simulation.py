@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from mogateway.core.contract import OutcomeKind, TsunixUnit
 from mogateway.edges.http1 import Http1Client
 from mogateway.service.caller import Exchange, exchange
-from mogateway.testing.payloads import DEFAULT_MSISDN, DEFAULT_SHORTCODE, make_callback, make_mo
+from mogateway.testing.payloads import DEFAULT_MSISDN, DEFAULT_SHORTCODE, Channel, make_callback, make_mo
 
 __all__ = [
     "EXIT_CODES",
@@ -58,10 +58,13 @@ class SimulatedMO:
     tsunix_unit: TsunixUnit = "ms"
     #: Sign each request as the gateway signs for a client that signs (newest secret first); () = unsigned.
     signing_secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: ``whatsapp``: the callback of a WhatsApp MO (``shortcode`` is the business number), whose reply
+    #: goes out as WhatsApp messages of up to 4,096 characters instead of SMS parts.
+    channel: Channel = "sms"
 
     def check(self) -> None:
         """Raise ValueError when the gateway could never send this MO (bad msisdn or shortcode)."""
-        make_mo(self.message, msisdn=self.msisdn, shortcode=self.shortcode)
+        make_mo(self.message, msisdn=self.msisdn, shortcode=self.shortcode, channel=self.channel)
 
     def request(self) -> tuple[bytes, dict[str, str]]:
         """Body and headers of one callback for this MO, timed now."""
@@ -74,6 +77,7 @@ class SimulatedMO:
             tsunix_unit=self.tsunix_unit,
             token=self.token,
             signing_secret=self.signing_secrets or None,
+            channel=self.channel,
         )
 
 

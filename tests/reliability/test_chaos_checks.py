@@ -114,3 +114,86 @@ def test_redeliveries_no_reply_and_log_duplicates_are_reported_beside_the_checks
     assert (figures.redeliveries, figures.log_duplicates, figures.no_reply) == (2, 1, 1)
     assert figures.no_reply_states == collections.Counter({"timed_out": 1})
     assert figures.passed  # none of these breaks a promise
+
+
+# ------------------------------------------------------------------------------------------ WhatsApp
+
+
+def with_whatsapp() -> Observed:
+    """The four MOs above, and two WhatsApp MOs (webhooks answered 200 with their ids), each called once
+    and replied once at the fake Graph API."""
+    o = observed()
+    o.mos["W1"] = SentMo("W1", "whatsapp", "919700000001", True, {"w1"})
+    o.mos["W2"] = SentMo("W2", "whatsapp", "919700000002", True, {"w2"})
+    o.calls += [("W1", "w1"), ("W2", "w2")]
+    o.stored.update({"W1": [stored("w1")], "W2": [stored("w2")]})
+    o.submits += [("919700000001", "W1", "w1"), ("919700000002", "W2", "w2")]
+    return o
+
+
+def test_whatsapp_mos_are_counted_in_their_own_column_and_in_all() -> None:
+    o = with_whatsapp()
+    whatsapp, everything = evaluate(o, ["whatsapp"]), evaluate(o)
+    assert whatsapp.passed and everything.passed
+    assert (whatsapp.mos, whatsapp.acknowledged, whatsapp.answered) == (2, 2, 2)
+    assert everything.mos == 6
+    assert evaluate(o, ["http", "smpp"]).mos == 4
+
+
+def test_a_webhook_answered_200_whose_message_never_reached_the_application_is_missing() -> None:
+    o = with_whatsapp()
+    o.calls.remove(("W2", "w2"))
+    figures = evaluate(o, ["whatsapp"])
+    assert figures.missing == 1 and figures.examples["missing"] == ["W2"] and not figures.passed
+
+
+def test_a_redelivered_webhook_stored_as_a_second_message_fails_check_2_and_its_second_reply_check_3() -> (
+    None
+):
+    o = with_whatsapp()
+    o.mos["W1"].ack_ids.add("w1b")  # the redelivery was answered with another id
+    o.calls.append(("W1", "w1b"))
+    o.stored["W1"] = [stored("w1"), stored("w1b")]
+    o.submits.append(("919700000001", "W1", "w1b"))
+    figures = evaluate(o, ["whatsapp"])
+    assert (figures.two_ids, figures.stored_twice) == (1, 1)
+    assert (figures.replies_duplicated, figures.duplicated_second_id) == (1, 1)
+
+
+def test_whatsapp_replies_are_counted_at_the_graph_api_not_in_the_timeline() -> None:
+    # Twice at Graph for one message (the timeline says one reply_submitted): duplicated; none: missing.
+    o = with_whatsapp()
+    o.submits = [s for s in o.submits if s[1] != "W2"] + [("919700000001", "W1", "w1")]
+    figures = evaluate(o, ["whatsapp"])
+    assert (figures.replies_duplicated, figures.duplicated_same_id, figures.replies_missing) == (1, 1, 1)
+    assert figures.examples["replies_missing"] == ["W2"]
+
+
+def test_a_whatsapp_reply_to_another_wa_id_fails_check_3() -> None:
+    o = with_whatsapp()
+    o.submits = [s for s in o.submits if s[1] != "W1"] + [("919700000002", "W1", "w1")]
+    assert evaluate(o, ["whatsapp"]).wrong_number == 1
+
+
+def test_a_whatsapp_reply_possibly_sent_and_never_at_graph_is_reported_not_missing() -> None:
+    o = with_whatsapp()
+    o.submits = [s for s in o.submits if s[1] != "W2"]
+    o.stored["W2"] = [stored("w2", state="reply_unknown", events=(*REPLIED[:-1], "reply_unknown"))]
+    figures = evaluate(o, ["whatsapp"])
+    assert (figures.possibly_sent, figures.possibly_sent_unsent, figures.replies_missing) == (1, 1, 0)
+    assert figures.passed
+
+
+def test_the_campaign_splits_its_mos_and_gives_whatsapp_mos_their_own_tokens_and_wa_ids() -> None:
+    import chaos
+    from _chaos_traffic import make_mos, wamid_of
+
+    options = chaos.Options(seed=1, mos=1000, whatsapp_share=0.2)
+    assert options.split() == (400, 400, 200)
+    assert chaos.Options(seed=1, mos=10, transport="http").split() == (10, 0, 0)
+    mos = make_mos(2, 2, 3)
+    whatsapp = [mo for mo in mos.values() if mo.transport == "whatsapp"]
+    assert [mo.token for mo in whatsapp] == ["W000000", "W000001", "W000002"]
+    assert len({mo.msisdn for mo in mos.values()}) == 7
+    assert all(len(mo.msisdn) == 12 and mo.msisdn.startswith("91") for mo in whatsapp)
+    assert wamid_of("W000001") == wamid_of("W000001") != wamid_of("W000002")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -129,4 +132,52 @@ def migrate(fake: Fake, tmp_path: Path) -> Migrate:
     return Migrate(fake, tmp_path / "state.json")
 
 
-__all__ = ["APP_ID", "DEST_WABA", "PIN", "TOKEN", "Fake", "Migrate"]
+class Hooks:
+    """A real webhook endpoint on loopback that answers Meta's handshake for ``token`` (403 otherwise)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.echo_any = False  # True: answers every challenge, whatever the token (a careless endpoint)
+        self.handshakes: list[dict[str, str]] = []
+        hooks = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+                hooks.handshakes.append(query)
+                ok = query.get("hub.mode") == "subscribe" and (
+                    hooks.echo_any or query.get("hub.verify_token") == hooks.token
+                )
+                body = query.get("hub.challenge", "").encode() if ok else b"forbidden"
+                self.send_response(200 if ok else 403)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/whatsapp/webhook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hooks() -> Iterator[Hooks]:
+    """A webhook endpoint answering the handshake for ``verify-secret-0042``."""
+    endpoint = Hooks("verify-secret-0042")
+    try:
+        yield endpoint
+    finally:
+        endpoint.close()
+
+
+__all__ = ["APP_ID", "DEST_WABA", "PIN", "TOKEN", "Fake", "Hooks", "Migrate"]

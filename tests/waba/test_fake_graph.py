@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import APP_ID, DEST_WABA, TOKEN, Fake
+from .conftest import APP_ID, DEST_WABA, TOKEN, Fake, Hooks
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -85,15 +85,37 @@ def test_state_machine_and_side_effects(fake: Fake) -> None:
     assert [(t["name"], t["quality_score"]["score"]) for t in templates] == [("order_update", "UNKNOWN")]
 
 
-def test_override_needs_subscription_first(fake: Fake) -> None:
-    body = {"override_callback_uri": "https://hooks.example.com/x", "verify_token": "v"}
+def test_override_needs_subscription_first(fake: Fake, hooks: Hooks) -> None:
+    body = {"override_callback_uri": hooks.url, "verify_token": hooks.token}
     r = fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH, json=body)
     assert r.status_code == 400 and "must be subscribed" in r.json()["error"]["message"]
+    assert hooks.handshakes == []  # refused before the URL is asked anything
     fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH)
     assert fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH, json=body).json()["success"]
     apps = fake.http.get(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH).json()["data"]
     assert apps[0]["whatsapp_business_api_data"]["id"] == APP_ID
     assert apps[0]["override_callback_uri"] == body["override_callback_uri"]
+    (asked,) = hooks.handshakes  # as Meta: the handshake GET with the verify token, before taking it
+    assert asked["hub.mode"] == "subscribe" and asked["hub.verify_token"] == hooks.token
+
+
+def test_override_is_refused_when_the_url_fails_the_handshake(fake: Fake, hooks: Hooks) -> None:
+    fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH)
+    for url, token, why in (
+        (hooks.url, "another-token", "HTTP Status Code = 403"),
+        ("http://127.0.0.1:9/v1/whatsapp/webhook", hooks.token, "HTTP Status Code = 0"),
+    ):
+        body = {"override_callback_uri": url, "verify_token": token}
+        r = fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH, json=body)
+        error = r.json()["error"]
+        assert r.status_code == 400 and error["code"] == 2200, r.text
+        assert "Callback verification failed" in error["message"] and why in error["message"]
+    apps = fake.http.get(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH).json()["data"]
+    assert "override_callback_uri" not in apps[0]  # nothing taken
+    # Plain http is for this machine only; elsewhere https, as Meta.
+    body = {"override_callback_uri": "http://hooks.example.com/x", "verify_token": hooks.token}
+    r = fake.http.post(f"/v25.0/{DEST_WABA}/subscribed_apps", headers=AUTH, json=body)
+    assert r.status_code == 400 and r.json()["error"]["code"] == 100
 
 
 def test_clock_expires_codes_and_tokens(fake: Fake) -> None:

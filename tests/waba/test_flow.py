@@ -10,7 +10,7 @@ from mogateway.waba.calls import NumberInfo
 from mogateway.waba.flow import FLOW, Context, FlowStep, PlanInputs, PlannedCall, Rewind
 from mogateway.waba.graph import GraphRequest
 
-from .conftest import DEST_WABA, PIN, TOKEN, Fake
+from .conftest import DEST_WABA, PIN, TOKEN, Fake, Hooks
 
 E164 = "919876543210"
 
@@ -51,7 +51,7 @@ def test_the_flow_records_every_state_step_once_in_order() -> None:
 
 
 def test_a_clean_run_sends_exactly_the_calls_the_dry_run_lists(
-    fixtures: dict[str, Any], fake: Fake, tmp_path: Path
+    fixtures: dict[str, Any], fake: Fake, tmp_path: Path, hooks: Hooks
 ) -> None:
     # The default world has no app subscribed, so even the "only if" calls are sent.
     fixtures["numbers"][E164]["codes"] = ["482913"]
@@ -59,8 +59,8 @@ def test_a_clean_run_sends_exactly_the_calls_the_dry_run_lists(
     options = MigrationOptions(
         waba_id=DEST_WABA,
         phone=parse_phone("+91 98765 43210"),
-        callback_url="https://hooks.example.com/wa",
-        verify_token="verify-0042",
+        callback_url=hooks.url,
+        verify_token=hooks.token,
     )
     planned = plan(options, None, TOKEN)
     ui = ScriptedUI("y", "482913", PIN)
@@ -113,7 +113,7 @@ class GoesBack(Recorder):
 
 
 class Last(Recorder):
-    records = (Step.SUBSCRIPTION_CHECKED, Step.CALLBACK_OVERRIDDEN, Step.DONE)
+    records = (Step.SUBSCRIPTION_CHECKED, Step.CALLBACK_OVERRIDDEN, Step.WEBHOOK_VERIFIED, Step.DONE)
 
     def act(self, ctx: Context) -> Rewind | None:
         ctx.final = NumberInfo(id="1", status="CONNECTED")

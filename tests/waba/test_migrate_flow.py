@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import APP_ID, DEST_WABA, PIN, TOKEN, Fake, Migrate
+from .conftest import APP_ID, DEST_WABA, PIN, TOKEN, Fake, Hooks, Migrate
 
 E164 = "919876543210"
 
@@ -272,7 +272,7 @@ def test_ctrl_c_at_code_prompt_then_resume(fake: Fake, tmp_path: Path) -> None:
 
 
 def test_override_callback_before_subscribe_subscribes_then_overrides(
-    fixtures: dict[str, Any], fake: Fake, migrate: Migrate
+    fixtures: dict[str, Any], fake: Fake, migrate: Migrate, hooks: Hooks
 ) -> None:
     fixtures["wabas"][DEST_WABA]["subscribed_apps"] = [{"app_id": APP_ID}]
     fake.http.post("/__fake/reset", json={"fixtures": fixtures})
@@ -285,7 +285,7 @@ def test_override_callback_before_subscribe_subscribes_then_overrides(
         message="Before override the current callback uri, your app must be subscribed to receive messages "
         "for WhatsApp Business Account",
     )
-    url, verify = "https://hooks.example.com/wa", "verify-secret-0042"
+    url, verify = hooks.url, hooks.token
     results = migrate.complete("--callback-url", url, "--verify-token", verify)
     assert results[-1].exit_code == 0, results[-1].output
     posts = [r for r in fake.requests("POST", "/subscribed_apps")]

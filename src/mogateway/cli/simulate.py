@@ -21,8 +21,11 @@ from mogateway.core.callback_url import UrlRefused, check_url_shape
 from mogateway.core.contract import CALLBACK_TIMEOUT_S, TsunixUnit
 from mogateway.core.dlt import DltInvalid, check_dlt_id
 from mogateway.core.text import count_parts
+from mogateway.core.whatsapp_send import MAX_TEXT_UNITS as WHATSAPP_TEXT_LIMIT
+from mogateway.core.whatsapp_send import split_text, utf16_units
 from mogateway.service.caller import Exchange
 from mogateway.simulation import LatencySummary, Run, SimulatedMO, exit_code, simulate_many
+from mogateway.testing.payloads import DEFAULT_BUSINESS_NUMBER, DEFAULT_SHORTCODE, Channel
 
 __all__ = ["register", "simulate"]
 
@@ -50,7 +53,17 @@ def simulate(
         help="Bearer token the gateway sends (env MOGATEWAY_CLIENT_TOKEN).",
         show_envvar=False,
     ),
-    shortcode: str = typer.Option("56767", help="Shortcode the MO was sent to."),
+    shortcode: str | None = typer.Option(
+        None,
+        help=f"Shortcode the MO was sent to (default {DEFAULT_SHORTCODE}); with --whatsapp the business "
+        f"number (default {DEFAULT_BUSINESS_NUMBER}).",
+    ),
+    whatsapp: bool = typer.Option(
+        False,
+        "--whatsapp",
+        help='Send a WhatsApp MO\'s callback (with "channel": "whatsapp"); the answer is judged as a '
+        "WhatsApp reply (messages of up to 4,096 characters, not SMS parts).",
+    ),
     msisdn: str = typer.Option("919812345678", help="Sender, an Indian mobile number."),
     operator: str = typer.Option("", help="sender.operator (e.g. airtel)."),
     circle: str = typer.Option("", help="sender.circle (e.g. delhi)."),
@@ -83,7 +96,12 @@ def simulate(
 ) -> None:
     """Send a contract-exact MO to URL and report how the gateway would judge the answer."""
     unit = _unit(tsunix_unit)
+    if whatsapp and (dlt_templates is not None or pe_id is not None or dlt_enforce):
+        raise typer.BadParameter("DLT does not apply to WhatsApp replies", param_hint="--whatsapp")
     dlt = _dlt(dlt_templates, pe_id, dlt_enforce, dlt_var_max, unescape_newlines)
+    channel: Channel = "whatsapp" if whatsapp else "sms"
+    if shortcode is None:
+        shortcode = DEFAULT_BUSINESS_NUMBER if whatsapp else DEFAULT_SHORTCODE
     try:
         check_url_shape(url)
     except UrlRefused as exc:
@@ -91,11 +109,11 @@ def simulate(
     secrets = tuple(part.strip() for part in (signing_secret or "").split(",") if part.strip())
     if signing_secret is not None and not secrets:
         raise typer.BadParameter("must not be empty", param_hint="--signing-secret")
-    mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit, secrets)
+    mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit, secrets, channel)
     try:
         mo.check()
     except ValueError as exc:
-        hint = "--shortcode" if "shortcode" in str(exc) else "--msisdn"
+        hint = "--shortcode" if "shortcode" in str(exc) or "business" in str(exc) else "--msisdn"
         raise typer.BadParameter(str(exc), param_hint=hint) from None
 
     run = asyncio.run(
@@ -113,7 +131,8 @@ def simulate(
     if dlt is not None and dlt.enforce and code == 0 and any(dlt.verdict(r)[0] == "blocked" for r in replies):
         code = EXIT_DLT_BLOCKED
     if json_output:
-        document = _single_json(run.exchanges[0]) if repeat == 1 else _summary_json(run)
+        document = _single_json(run.exchanges[0], channel) if repeat == 1 else _summary_json(run)
+        document["channel"] = channel
         if dlt is not None:
             document["dlt"] = dlt.json(replies[0]) if repeat == 1 and replies else dlt.summary(replies)
         typer.echo(orjson.dumps({**document, "exit_code": code}, option=orjson.OPT_INDENT_2).decode())
@@ -175,7 +194,12 @@ def _attempts(x: Exchange) -> list[dict[str, Any]]:
     ]
 
 
-def _single_json(x: Exchange) -> dict[str, Any]:
+def _whatsapp(reply: str) -> dict[str, Any]:
+    parts = split_text(reply)
+    return {"messages": len(parts), "limit": WHATSAPP_TEXT_LIMIT, "lengths": [utf16_units(p) for p in parts]}
+
+
+def _single_json(x: Exchange, channel: Channel = "sms") -> dict[str, Any]:
     o = x.outcome
     document: dict[str, Any] = {
         "outcome": o.kind.value,
@@ -187,7 +211,10 @@ def _single_json(x: Exchange) -> dict[str, Any]:
         "attempts": _attempts(x),
     }
     if o.reply is not None:
-        document["sms"] = _sms(o.reply)
+        if channel == "whatsapp":
+            document["whatsapp"] = _whatsapp(o.reply)
+        else:
+            document["sms"] = _sms(o.reply)
     return document
 
 
@@ -197,9 +224,19 @@ _MAX_ATTEMPT_LINES = 5
 def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
     o = x.outcome
     signed = "  (signed)" if mo.signing_secrets else ""
-    lines = [f"POST {url}  MO {mo.msisdn} -> {mo.shortcode}: {mo.message!r}{signed}"]
+    kind = "WhatsApp MO" if mo.channel == "whatsapp" else "MO"
+    lines = [f"POST {url}  {kind} {mo.msisdn} -> {mo.shortcode}: {mo.message!r}{signed}"]
     took = f"{x.elapsed_ms:.0f} ms"
-    if o.reply is not None:
+    if o.reply is not None and mo.channel == "whatsapp":
+        lengths = _whatsapp(o.reply)["lengths"]
+        lines.append(f"reply (status {o.status}) in {took}:")
+        lines.extend(f"  | {line}" for line in o.reply.splitlines())
+        plural = "" if len(lengths) == 1 else "s"
+        lines.append(
+            f"WhatsApp: {len(lengths)} text message{plural} (split at {WHATSAPP_TEXT_LIMIT:,} characters), "
+            f"{' + '.join(str(n) for n in lengths)} UTF-16 units"
+        )
+    elif o.reply is not None:
         sms = count_parts(o.reply)
         alphabet, unit = ("GSM-7", "septets") if sms.encoding == "gsm7" else ("UCS-2", "UTF-16 units")
         lines.append(f"reply (status {o.status}) in {took}:")

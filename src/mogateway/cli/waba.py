@@ -35,6 +35,7 @@ from mogateway.waba import (
     plan,
 )
 from mogateway.waba.graph import DEFAULT_GRAPH_URL, DEFAULT_VERSION, redact
+from mogateway.waba.options import GATEWAY_VERIFY_TOKEN_ENV, gateway_callback_url
 
 EXIT_CODES_HELP = "Exit status: " + "; ".join(
     f"{int(code)} {text}"
@@ -177,6 +178,14 @@ def migrate(
     verify_token: Annotated[
         str | None, typer.Option("--verify-token", help="Verify token for --callback-url.")
     ] = None,
+    gateway_url: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway-url",
+            help="Point the number's webhooks at this mogateway (its public https base URL) as the last "
+            "step, then check its handshake; the verify token defaults to $MOGATEWAY_WHATSAPP__VERIFY_TOKEN.",
+        ),
+    ] = None,
     state: Annotated[
         Path | None, typer.Option("--state", help="State file (default ./waba-<digits>.json).")
     ] = None,
@@ -193,7 +202,8 @@ def migrate(
     """Migrate a WhatsApp business number into your WABA on the Cloud API, resumably.
 
     Runs preflight checks, requests the migration, the code, verifies it, registers the number,
-    checks the webhook subscription, optionally overrides the callback URL, and records every step
+    checks the webhook subscription, optionally points the webhooks at a callback URL (--gateway-url:
+    this gateway's /v1/whatsapp/webhook) and checks its handshake, and records every step
     in the state file so that running the same command again continues where it stopped. The access
     token is read from the environment (never from an argument).
     """
@@ -216,6 +226,11 @@ def migrate(
             pin = _read_secret_file(pin_file, "PIN")
         # PIN and code are never printed (dry runs show placeholders); redacting 6 digits everywhere
         # would also mangle ids that happen to contain them.
+        if gateway_url is not None:
+            if callback_url is not None:
+                raise _usage("give --gateway-url or --callback-url, not both")
+            callback_url = gateway_callback_url(gateway_url)
+            verify_token = verify_token or os.environ.get(GATEWAY_VERIFY_TOKEN_ENV, "").strip() or None
         if verify_token:
             secrets.append(verify_token)
         options = MigrationOptions(

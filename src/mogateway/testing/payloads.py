@@ -15,17 +15,19 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Literal
 
 from mogateway import __version__
 from mogateway.client.message import InboundMessage, parse_message
 from mogateway.core import contract
 from mogateway.core.contract import TsunixUnit
-from mogateway.core.message import Message
+from mogateway.core.message import Message, check_business_number
 from mogateway.core.numbering import normalize_msisdn
 from mogateway.core.signing import signature_headers
 from mogateway.edges.numbering_files import sender_resolver
 
 __all__ = [
+    "DEFAULT_BUSINESS_NUMBER",
     "DEFAULT_MSISDN",
     "DEFAULT_SHORTCODE",
     "DEFAULT_TOKEN",
@@ -35,8 +37,13 @@ __all__ = [
     "new_message_id",
 ]
 
+#: The channels a made-up MO can come by.
+Channel = Literal["sms", "whatsapp"]
+
 DEFAULT_MSISDN = "919812345678"
 DEFAULT_SHORTCODE = "56767"
+#: The business number a made-up WhatsApp MO was sent to (the fake Graph API's default number).
+DEFAULT_BUSINESS_NUMBER = "919876543210"
 #: The token the helpers put in ``authorization`` unless told otherwise (tests only!).
 DEFAULT_TOKEN = "test-token"
 
@@ -55,14 +62,25 @@ def make_mo(
     circle: str = "",
     at: datetime | None = None,
     message_id: str = "",
+    channel: Channel = "sms",
 ) -> Message:
     """The MO as the gateway holds it. ``msisdn`` may be in any Indian form ("+91 98123-45678").
 
+    ``channel="whatsapp"``: a WhatsApp MO (``shortcode`` is then the business number's digits, the
+    origin ``whatsapp:simulated`` and the source id a made-up wamid), whose callback has ``"channel"``.
+
     Raises ValueError (``NumberRejected``) for a number the gateway would refuse, and for a shortcode
-    that is not digits or a naive ``at``.
+    that is not digits (or not a business number, for WhatsApp) or a naive ``at``.
     """
     number = normalize_msisdn(msisdn)
-    if not shortcode.isdigit() or not shortcode.isascii():
+    origin, source_id = "http", None
+    if channel == "whatsapp":
+        try:
+            shortcode = check_business_number(shortcode)
+        except ValueError as exc:
+            raise ValueError(f"business number (shortcode) {exc}") from None
+        origin, source_id = "whatsapp:simulated", f"wamid.SIMULATED{uuid.uuid4().hex.upper()}"
+    elif not shortcode.isdigit() or not shortcode.isascii():
         raise ValueError(f"shortcode must be digits, got {shortcode!r}")
     moment = datetime.now(UTC) if at is None else at
     if moment.tzinfo is None:
@@ -74,6 +92,8 @@ def make_mo(
         text=message,
         received_at=moment.timestamp(),
         sender=sender_resolver().sender(number, operator, circle),
+        origin=origin,
+        source_id=source_id,
     )
 
 
@@ -90,13 +110,16 @@ def make_callback(
     message_id: str | None = None,
     signing_secret: str | Sequence[str] | None = None,
     signed_at: int | None = None,
+    channel: Channel = "sms",
 ) -> tuple[bytes, dict[str, str]]:
     """``(body, headers)`` of the callback the gateway would POST for this MO.
 
     With ``signing_secret`` (one, or several newest first as during a rotation) the callback is signed
     as the gateway signs it, at ``signed_at`` (unix seconds; default now).
     """
-    mo = make_mo(message, msisdn=msisdn, shortcode=shortcode, operator=operator, circle=circle, at=at)
+    mo = make_mo(
+        message, msisdn=msisdn, shortcode=shortcode, operator=operator, circle=circle, at=at, channel=channel
+    )
     headers = contract.callback_headers(token, message_id or new_message_id(), __version__)
     body = contract.callback_body(mo, tsunix_unit)
     if signing_secret is not None:

@@ -76,6 +76,7 @@ class Kind(enum.Enum):
     NOT_MIGRATING = "not_migrating"
     WEBHOOKS_MISSING = "webhooks_missing"
     SUBSCRIBE_BEFORE_OVERRIDE = "subscribe_before_override"
+    CALLBACK_NOT_VERIFIED = "callback_not_verified"
     NOT_ELIGIBLE = "not_eligible"
     CODE_REQUEST_REFUSED = "code_request_refused"
     CODE_REJECTED = "code_rejected"

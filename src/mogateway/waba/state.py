@@ -32,6 +32,7 @@ class Step(enum.StrEnum):
     REGISTERED = "registered"
     SUBSCRIPTION_CHECKED = "subscription_checked"
     CALLBACK_OVERRIDDEN = "callback_overridden"
+    WEBHOOK_VERIFIED = "webhook_verified"
     DONE = "done"
 
 

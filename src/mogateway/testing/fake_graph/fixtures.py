@@ -32,6 +32,7 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "register_latency_s": 0,
     "pin_max_guesses": 5,  # wrong PINs before 133008
     "pin_min_interval_s": 0,  # >0: two register calls closer than this → 133009
+    "verify_callback_uri": True,  # an override is taken only if the URL answers the handshake (as Meta)
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from mogateway.testing.fake_graph.callback_check import verify_callback
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, not_found, trace_id
 from mogateway.testing.fake_graph.messaging import Messaging
 from mogateway.testing.fake_graph.world import World
@@ -162,6 +163,10 @@ async def _graph(request: web.Request) -> web.StreamResponse:
         if method == "POST" and len(parts) == 2 and parts[1] == "messages":
             body = request.app[MESSAGING_KEY].handle(world, token, parts[0], params, world.clock.now())
         else:
+            if method == "POST" and parts[1:] == ["subscribed_apps"] and params.get("override_callback_uri"):
+                world.subscribe(token, parts[0], params, check_only=True)
+                if world.knobs.get("verify_callback_uri", True):
+                    await verify_callback(str(params["override_callback_uri"]), str(params["verify_token"]))
             body = _dispatch(world, token, method, parts, params)
     except FakeGraphError as err:
         return web.json_response(err.envelope(trace), status=err.http_status, headers=headers)

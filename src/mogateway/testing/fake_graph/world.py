@@ -12,6 +12,7 @@ import re
 import secrets
 from typing import Any
 
+from mogateway.testing.fake_graph.callback_check import callback_uri_ok
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, migration_error, not_found
 from mogateway.testing.fake_graph.fixtures import normalize
 from mogateway.testing.fake_graph.model import (
@@ -257,13 +258,18 @@ class World:
 
     # -- subscriptions -----------------------------------------------------------------------------
 
-    def subscribe(self, token: dict[str, Any], waba_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        """``POST /<WABA>/subscribed_apps``: subscribe, or override the callback URL."""
+    def subscribe(
+        self, token: dict[str, Any], waba_id: str, params: dict[str, Any], *, check_only: bool = False
+    ) -> dict[str, Any]:
+        """``POST /<WABA>/subscribed_apps``: subscribe, or override the callback URL (``check_only``: raise
+        what an override would raise, change nothing; the server then runs the URL's handshake)."""
         waba = self._waba_for(token, waba_id, "post")
         app_id = token["app_id"]
         current = next((s for s in waba["subscribed_apps"] if s["app_id"] == app_id), None)
         uri = params.get("override_callback_uri")
         if uri is None:
+            if check_only:
+                return {"success": True}
             if current is None:
                 waba["subscribed_apps"].append({"app_id": app_id})
             else:
@@ -272,7 +278,7 @@ class World:
         uri = str(uri)
         if not params.get("verify_token"):
             raise invalid_parameter("verify_token is required with override_callback_uri")
-        if not uri.startswith("https://") or len(uri) > 200:
+        if not callback_uri_ok(uri):
             raise invalid_parameter("override_callback_uri must be an https URL of at most 200 characters")
         if current is None:
             raise FakeGraphError(
@@ -280,7 +286,8 @@ class World:
                 "Before override the current callback uri, your app must be subscribed "
                 "to receive messages for WhatsApp Business Account",
             )
-        current["override_callback_uri"] = uri
+        if not check_only:
+            current["override_callback_uri"] = uri
         return {"success": True}
 
     def unsubscribe(self, token: dict[str, Any], waba_id: str) -> dict[str, Any]:

@@ -20,7 +20,8 @@ The steps, in order (module → step):
 * ``migration_request``: ``POST /<WABA>/phone_numbers`` with ``migrate_phone_number=true``;
 * ``ownership``: request the registration code and verify it;
 * ``register``: register the number with the two-step PIN;
-* ``webhooks``: this app is subscribed; the optional callback URL override;
+* ``webhooks``: this app is subscribed; the optional callback URL override (the seed's step 6:
+  ``--gateway-url`` points it at this gateway's ``/v1/whatsapp/webhook``), then that URL's handshake;
 * ``final_status``: the number is CONNECTED.
 """
 
@@ -33,7 +34,7 @@ from mogateway.waba.flow.ownership import ConfirmOwnership
 from mogateway.waba.flow.preflight import Preflight
 from mogateway.waba.flow.register import Register
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
-from mogateway.waba.flow.webhooks import CheckSubscription, OverrideCallback
+from mogateway.waba.flow.webhooks import CheckSubscription, OverrideCallback, VerifyWebhook
 
 FLOW: tuple[FlowStep, ...] = (
     Preflight(),
@@ -42,6 +43,7 @@ FLOW: tuple[FlowStep, ...] = (
     Register(),
     CheckSubscription(),
     OverrideCallback(),
+    VerifyWebhook(),
     FinalStatus(),
 )
 

@@ -6,7 +6,11 @@ Rules this file keeps:
 * an app that is not subscribed is subscribed, then looked for again; still missing stops the run;
 * the callback override runs only with ``--callback-url`` (and ``--verify-token``), and again only
   when the URL changed; when Meta wants the app subscribed first, it is subscribed and the
-  override retried once. The verify token is never saved.
+  override retried once. The verify token is never saved;
+* after the override, the URL must answer Meta's handshake itself (``waba.handshake``: the verify
+  token's challenge echoed, a wrong token refused): checked on every run until it passes once for the
+  URL, and again whenever the URL changes. Meta sends the same GET when it takes the override, but a
+  gateway started later, or with another verify token, would fail it only at Meta's next check.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from mogateway.waba import calls
 from mogateway.waba.errors import ExitCode, GraphError, Kind, TransportError, classify
 from mogateway.waba.flow.context import Context
 from mogateway.waba.flow.step import FlowStep, PlanInputs, PlannedCall, Rewind
+from mogateway.waba.handshake import check_handshake
 from mogateway.waba.options import MigrationOptions
 from mogateway.waba.prompts import Mark
 from mogateway.waba.state import Step
@@ -97,6 +102,49 @@ class OverrideCallback(FlowStep):
                 ctx.fail_transport(Step.CALLBACK_OVERRIDDEN, err)
         state.callback_url = url
         state.mark_done(Step.CALLBACK_OVERRIDDEN, url)
+        if state.is_done(Step.WEBHOOK_VERIFIED):
+            state.undo(Step.WEBHOOK_VERIFIED, "the callback URL changed: its handshake is checked again")
         ctx.save()
         ui.check(Mark.OK, f"WABA webhooks now go to {url}")
+        return None
+
+
+class VerifyWebhook(FlowStep):
+    """The callback URL answers Meta's handshake for the verify token (the gateway is listening)."""
+
+    records = (Step.WEBHOOK_VERIFIED,)
+    title = "Check the webhook handshake"
+
+    def applies(self, options: MigrationOptions) -> bool:
+        return bool(options.callback_url)
+
+    def is_done(self, ctx: Context) -> bool:
+        state = ctx.state
+        return (
+            state.is_done(Step.WEBHOOK_VERIFIED)
+            and state.is_done(Step.CALLBACK_OVERRIDDEN)
+            and state.callback_url == ctx.options.callback_url
+        )
+
+    def done_line(self, ctx: Context) -> str | None:
+        return f"{ctx.options.callback_url} already answered the handshake"
+
+    def plan(self, inputs: PlanInputs) -> list[PlannedCall]:
+        return []  # a GET to the callback URL itself, not to Graph
+
+    def act(self, ctx: Context) -> Rewind | None:
+        url = ctx.options.callback_url or ""
+        check = check_handshake(url, ctx.options.verify_token or "")
+        if not check.ok:
+            ctx.stop(
+                Step.WEBHOOK_VERIFIED,
+                ExitCode.ERROR if check.reachable else ExitCode.UNAVAILABLE,
+                f"The callback URL does not answer Meta's handshake: {check.reason}.",
+                "Start the gateway with a [whatsapp] table whose verify_token is the --verify-token "
+                "given (GET /v1/whatsapp/webhook must answer), make the URL reachable, then run the "
+                "same command again: it continues here.",
+            )
+        ctx.state.mark_done(Step.WEBHOOK_VERIFIED, url)
+        ctx.save()
+        ctx.ui.check(Mark.OK, check.reason)
         return None

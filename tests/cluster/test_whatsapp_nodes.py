@@ -1,0 +1,161 @@
+"""WhatsApp in cluster mode: two ``mogateway serve`` nodes (two workers each) on PostgreSQL and JetStream,
+Meta's webhooks posted to either node.
+
+What must hold: each message is stored once, called back once and answered once at the (fake) Graph API,
+whichever node took its webhook; a webhook Meta delivers again to the *other* node is the same message;
+the statuses of a reply are recorded whichever node takes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from cluster_harness import Cluster, running_cluster, wait_until_finished
+
+from mogateway.testing.fake_graph import FakeGraphServer
+from mogateway.testing.fake_graph import webhooks as wh
+from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
+
+pytestmark = pytest.mark.slow
+
+APP_SECRET = "cluster-app-secret-0123456789"
+VERIFY_TOKEN = "cluster-verify-token"
+PNID = "106540352242922"  # the fake's default cloud number
+BUSINESS = "919876543210"
+TOTAL = 24
+
+
+def _config(path: Path, graph_url: str) -> Path:
+    path.write_text(
+        f"""
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "{VERIFY_TOKEN}"
+graph_url = "{graph_url}"
+
+[[whatsapp.numbers]]
+phone_number_id = "{PNID}"
+display_phone_number = "{BUSINESS}"
+access_token = "rehearsal-token"
+"""
+    )
+    return path
+
+
+def _answer(call: RecordedCall) -> Answer:
+    return Answer.text("You said " + call.json()["message"])
+
+
+def _register(cluster: Cluster, callback_url: str) -> None:
+    resp = httpx.post(
+        cluster.nodes[0].url + "/v1/clients",
+        json={"name": "wa shop", "whatsapp_numbers": [BUSINESS], "callback_url": callback_url},
+        headers=cluster.admin(),
+        timeout=10,
+    )
+    assert resp.status_code == 201, resp.text
+
+
+async def _rows(database: str) -> tuple[int, dict[str, int]]:
+    conn = await asyncpg.connect(database)
+    try:
+        count = await conn.fetchval("SELECT count(*) FROM messages WHERE origin LIKE 'whatsapp:%'")
+        deliveries = dict(
+            await conn.fetch(
+                "SELECT message_id, count(*) FROM events WHERE kind='delivery' GROUP BY message_id"
+            )
+        )
+        return int(count), deliveries
+    finally:
+        await conn.close()
+
+
+def _sends(graph: FakeGraphServer) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = httpx.get(graph.url + "/__fake/messages", timeout=5).json()["data"]
+    return data
+
+
+def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def test_webhooks_on_either_node_are_one_message_one_callback_one_reply(tmp_path: Path) -> None:
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        config = _config(tmp_path / "mogateway.toml", graph.url)
+        args = [["--config", str(config)], ["--config", str(config)]]
+        with running_cluster(tmp_path, 2, node_args=args, first=lambda c: _register(c, app.url)) as cluster:
+            hooks = [
+                wh.WebhookSender(node.url + "/v1/whatsapp/webhook", APP_SECRET) for node in cluster.nodes
+            ]
+            try:
+                # Both nodes answer Meta's handshake.
+                for meta in hooks:
+                    ok = meta.handshake(VERIFY_TOKEN, challenge="4242")
+                    assert (ok.status_code, ok.text) == (200, "4242")
+
+                wamids: dict[str, str] = {}  # wamid -> message id
+                deliveries: list[tuple[int, wh.Delivery]] = []
+                for n in range(TOTAL):
+                    wamid = wh.new_wamid()
+                    node = n % 2
+                    delivery = hooks[node].send(wh.text(f"9198120{n:05d}", f"HELLO {n}", wamid=wamid))
+                    assert delivery.status == 200, delivery.text
+                    (mid,) = json.loads(delivery.text)["ids"]
+                    wamids[wamid] = mid
+                    deliveries.append((node, delivery))
+
+                # Meta delivers every one again, this time to the other node: the same messages.
+                for node, delivery in deliveries:
+                    again = hooks[1 - node].redeliver(delivery)
+                    assert again.status == 200, again.text
+                    answer = json.loads(again.text)
+                    assert answer["duplicates"] == 1
+                    assert answer["ids"][0] in wamids.values()
+
+                states = wait_until_finished(cluster.database, TOTAL, timeout=60)
+                assert states == {"replied": TOTAL}, states
+                count, _ = asyncio.run(_rows(cluster.database))
+                assert count == TOTAL
+
+                # One callback per message...
+                calls = collections.Counter(c.headers["x-mogateway-message-id"] for c in app.calls)
+                assert set(calls) == set(wamids.values())
+                assert set(calls.values()) == {1}
+                assert {c.json()["channel"] for c in app.calls} == {"whatsapp"}
+                # ...and one reply per message at the Graph API, as a reply to its wamid.
+                sends = _wait(lambda: len(_sends(graph)) >= TOTAL and _sends(graph), "replies")
+                by_context = collections.Counter(s["context_message_id"] for s in sends)
+                assert set(by_context) == set(wamids) and set(by_context.values()) == {1}
+                for s in sends:
+                    assert s["phone_number_id"] == PNID and s["text"].startswith("You said HELLO ")
+
+                # Statuses of each reply, to the node that did not take the message.
+                for (node, _), wamid in zip(deliveries, wamids, strict=True):
+                    send = next(s for s in sends if s["context_message_id"] == wamid)
+                    status = wh.status(send["wamid"], "delivered", send["to"])
+                    assert hooks[1 - node].send(statuses=[status]).status == 200
+
+                def delivered() -> bool:
+                    _, events = asyncio.run(_rows(cluster.database))
+                    return set(events) == set(wamids.values()) and set(events.values()) == {1}
+
+                _wait(delivered, "a delivery event per message")
+                states = wait_until_finished(cluster.database, TOTAL, timeout=10)
+                assert states == {"delivered": TOTAL}, states
+            finally:
+                for meta in hooks:
+                    meta.close()
