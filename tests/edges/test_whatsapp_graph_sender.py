@@ -3,6 +3,7 @@ Graph's): request path and body, wamids, every error class, network failures, li
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -168,6 +169,23 @@ async def test_refused_connection_is_retried_and_not_sent() -> None:
     async with GraphSender(f"http://127.0.0.1:{port}", "v21.0", timeout_s=2) as client:
         error = await failure_of(client.send_text(PID, TOKEN, TO, "hi"))
     assert (error.failure.action, error.failure.maybe_sent) == (SendAction.RETRY_BACKOFF, False)
+
+
+async def test_a_send_that_never_got_a_connection_is_not_possibly_sent() -> None:
+    """Every pooled connection busy until the deadline: the waiting send wrote nothing, so it is retried
+    as unsent (not ended "possibly sent", which would lose the reply)."""
+    async with (
+        CallbackRecorder(Answer.late(3)) as app,
+        GraphSender(app.base_url, "v21.0", timeout_s=1, max_connections=1) as client,
+    ):
+        first, second = await asyncio.gather(
+            failure_of(client.send_text(PID, TOKEN, TO, "one")),
+            failure_of(client.send_text(PID, TOKEN, TO, "two")),
+        )
+        assert len(await app.until_calls(1)) == 1  # only one request reached the API
+    outcomes = sorted([first.failure.maybe_sent, second.failure.maybe_sent])
+    assert outcomes == [False, True]
+    assert {first.failure.action, second.failure.action} == {SendAction.RETRY_BACKOFF}
 
 
 @pytest.mark.parametrize(

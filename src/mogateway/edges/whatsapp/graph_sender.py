@@ -152,15 +152,20 @@ class GraphSender:
                 SendFailure(SendAction.FAIL_AND_ALERT_TOKEN, None, "no access token", "none is configured")
             )
         headers = {"Authorization": f"Bearer {access_token}"}
+        writing = _Writing()
         try:
             async with asyncio.timeout(self.timeout_s):
                 status, body, whole = await self._exchange(
-                    self.messages_url(phone_number_id), content, headers
+                    self.messages_url(phone_number_id), content, headers, writing
                 )
         except _NOT_SENT as exc:
             raise GraphSendError(network_failure(_describe(exc), maybe_sent=False)) from None
         except (httpx.TransportError, TimeoutError) as exc:
-            raise GraphSendError(network_failure(_describe(exc), maybe_sent=True)) from None
+            # The deadline can pass while the request still waits for a pooled connection (a busy Graph
+            # API, every connection in use): then nothing was written, and the send is retried as
+            # unsent instead of ending "possibly sent".
+            maybe_sent = writing.started
+            raise GraphSendError(network_failure(_describe(exc), maybe_sent=maybe_sent)) from None
         if 200 <= status < 300:
             if not whole:
                 raise GraphSendError(
@@ -176,9 +181,14 @@ class GraphSender:
             return body
         raise GraphSendError(classify_answer(status, body))
 
-    async def _exchange(self, url: str, content: bytes, headers: dict[str, str]) -> tuple[int, bytes, bool]:
+    async def _exchange(
+        self, url: str, content: bytes, headers: dict[str, str], writing: _Writing
+    ) -> tuple[int, bytes, bool]:
         """(status, at most max_answer_bytes of the body, whether that is the whole body)."""
-        async with self._http.stream("POST", url, content=content, headers=headers) as answer:
+        extensions = {"trace": writing.trace}
+        async with self._http.stream(
+            "POST", url, content=content, headers=headers, extensions=extensions
+        ) as answer:
             chunks: list[bytes] = []
             size = 0
             async for chunk in answer.aiter_bytes():
@@ -197,6 +207,20 @@ class GraphSender:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _Writing:
+    """Whether a request's bytes began to go out (httpcore's trace events): before that, a failure or a
+    deadline means the Graph API cannot have seen it."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = False
+
+    async def trace(self, event: str, _info: object) -> None:
+        if event.endswith("send_request_headers.started"):
+            self.started = True
 
 
 def _describe(exc: BaseException) -> str:
