@@ -1,8 +1,13 @@
 """Fixtures of the CLI tests: a real gateway on loopback whose replies go to a recording MT endpoint, and a
-recording callback application."""
+recording callback application.
+
+``gw`` is ``mogateway serve`` with its default number of workers (at least two, see
+``gateway_harness.serve_gateway``), shared by the tests of one module: each test registers its clients on
+shortcodes of its own (``codes``) and looks only at its own messages, so the tests do not interfere."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +16,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
-from gateway_harness import InProcessGateway, in_process_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway
 
 from mogateway.testing.recorder import Answer, CallbackRecorder
+
+_blocks = itertools.count(1)
+
+
+@pytest.fixture
+def codes() -> Codes:
+    """Ten shortcodes (and so senders, see the tests) that no other test of the module uses."""
+    return Codes(20_000 + 10 * next(_blocks))
 
 
 @pytest.fixture
@@ -22,11 +35,16 @@ def app() -> Iterator[CallbackRecorder]:
         yield recorder
 
 
-@pytest.fixture
-def gw(tmp_path: Path) -> Iterator[InProcessGateway]:
+@pytest.fixture(scope="module")
+def mt() -> Iterator[CallbackRecorder]:
+    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
     answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
-    with (
-        CallbackRecorder.in_thread(answer, path="/mt") as mt,
-        in_process_gateway(tmp_path / "journal.db", reply_channel="http", reply_http_url=mt.url) as gateway,
-    ):
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, mt: CallbackRecorder) -> Iterator[ServeGateway]:
+    workdir: Path = tmp_path_factory.mktemp("cli")
+    with serve_gateway(workdir, reply_channel="http", reply_http_url=mt.url) as gateway:
         yield gateway

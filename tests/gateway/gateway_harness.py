@@ -8,10 +8,11 @@ every worker sees and cannot depend on which one took a request.
 
 :func:`in_process_gateway` (Gateway + create_app on uvicorn configured as ``serve`` configures it, in a
 thread with its own event loop) stays for tests about one process's own parts; a test that uses it says
-why in its docstring. Its users: test_gateway_unavailable.py (takes the journal's writer away inside
-the process), and, outside this directory, tests/cli (the state readers; could move to a serve) and
-tests/console/test_api_handlers.py (a pair of nodes with different keys; test_gateway_secrets.py runs
-that case on two serves).
+why in its docstring. Its only user is test_gateway_unavailable.py, which takes the journal's writer
+away inside the process (no outside act makes a running journal refuse writes at once and then take
+them again). Every other end-to-end test — tests/gateway, tests/cli, tests/console, tests/smpp,
+tests/whatsapp — runs :func:`serve_gateway` (or a ``mogateway serve`` of its own); a new user of the
+in-process gateway needs a reason of that kind, written in its docstring.
 """
 
 from __future__ import annotations

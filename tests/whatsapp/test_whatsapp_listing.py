@@ -1,12 +1,12 @@
 """WhatsApp messages where SMS ones are looked at: ``GET /v1/messages?channel=``, the MO counters of
 ``/metrics`` by channel and ``/v1/stats``'s figures by channel. A real gateway on loopback, WhatsApp
 messages put in through the signed webhook (the fake Graph API takes the replies), SMS ones through
-the ingest API."""
+the ingest API. The gateway is ``mogateway serve`` with its default workers (at least two), shared by the
+module: the requests reach any worker, and the figures are what every worker saw together."""
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Iterator
@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from mogateway.config.whatsapp import WhatsAppNumber, WhatsAppSettings
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import InProcessGateway, in_process_gateway
+from gateway_harness import ServeGateway, metric, serve_gateway
 
 APP_SECRET = "app-secret-for-tests-0123456789"
 PNID = "106540352242922"  # the fake's default cloud number
@@ -31,22 +30,20 @@ SC = "56767"
 FINAL = frozenset({"replied", "no_reply", "rejected", "failed", "reply_failed"})
 
 
-def whatsapp_settings(graph_url: str) -> WhatsAppSettings:
-    return WhatsAppSettings(
-        app_secret=APP_SECRET,
-        verify_token="verify-token-for-tests",
-        graph_url=graph_url,
-        numbers=[
-            WhatsAppNumber(
-                phone_number_id=PNID, display_phone_number=BUSINESS, access_token="rehearsal-token"
-            )
-        ],
-    )
+def whatsapp_settings(graph_url: str) -> dict[str, Any]:
+    """The gateway's ``[whatsapp]`` settings."""
+    number = {"phone_number_id": PNID, "display_phone_number": BUSINESS, "access_token": "rehearsal-token"}
+    return {
+        "app_secret": APP_SECRET,
+        "verify_token": "verify-token-for-tests",
+        "graph_url": graph_url,
+        "numbers": [number],
+    }
 
 
 @dataclass
 class Traffic:
-    gw: InProcessGateway
+    gw: ServeGateway
     sms: list[str]  # ids: accepted, accepted, rejected (a sender outside India)
     whatsapp: list[str]  # ids: a text, an image, a rejected one (a sender outside India)
 
@@ -57,7 +54,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
     with (
         FakeGraphServer() as graph,
         CallbackRecorder.in_thread(Answer.text("Thanks")) as app,
-        in_process_gateway(workdir / "journal.db", whatsapp=whatsapp_settings(graph.url)) as gw,
+        serve_gateway(workdir, whatsapp=whatsapp_settings(graph.url)) as gw,
         wh.WebhookSender(gw.url + "/v1/whatsapp/webhook", APP_SECRET) as meta,
     ):
         gw.add_client(name="both", shortcodes=[SC], whatsapp_numbers=[BUSINESS], callback_url=app.url)
@@ -75,13 +72,15 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
         )
         assert delivery.status == 200, delivery.text
         whatsapp: list[str] = json.loads(delivery.text)["ids"]
-        assert meta.send(text).status == 200  # Meta delivers the text again: a duplicate
+        # Meta delivers the text again, on a connection of its own (which may reach another worker)
+        with wh.WebhookSender(gw.url + "/v1/whatsapp/webhook", APP_SECRET) as again:
+            assert again.send(text).status == 200  # a duplicate
         for message_id in sms + whatsapp:
             gw.wait_state(message_id, FINAL)
         yield Traffic(gw, sms, whatsapp)
 
 
-def _ids(gw: InProcessGateway, **params: str) -> list[str]:
+def _ids(gw: ServeGateway, **params: str) -> list[str]:
     answer = gw.admin("GET", "/v1/messages", params=params)
     assert answer.status_code == 200, answer.text
     return [m["id"] for m in answer.json()["messages"]]
@@ -123,17 +122,19 @@ def test_the_openapi_document_lists_the_channel_filter(traffic: Traffic) -> None
 def test_metrics_count_mos_by_channel(traffic: Traffic) -> None:
     text = traffic.gw.admin("GET", "/metrics").text
 
-    def value(pattern: str) -> float:
-        found = re.search(rf"^{pattern} (\S+)$", text, re.MULTILINE)
-        assert found, f"{pattern} not in /metrics"
-        return float(found[1])
+    def value(name: str, **labels: str) -> float:
+        """The sum over the workers' samples (each worker labels its own with ``worker``)."""
+        wanted = [f'{k}="{v}"' for k, v in labels.items()]
+        samples = [line for line in text.splitlines() if line.startswith(name + "{")]
+        assert any(all(w in line for w in wanted) for line in samples), f"{name} {labels} not in /metrics"
+        return float(metric(text, name, **labels))
 
-    assert value(r'mogateway_mo_accepted_total\{channel="sms"\}') == 2
-    assert value(r'mogateway_mo_accepted_total\{channel="whatsapp"\}') == 2
-    assert value(r'mogateway_mo_rejected_total\{channel="sms",field="msisdn"\}') == 1
-    assert value(r'mogateway_mo_rejected_total\{channel="whatsapp",field="msisdn"\}') == 1
-    assert value(r'mogateway_mo_duplicates_total\{channel="sms"\}') == 0
-    assert value(r'mogateway_mo_duplicates_total\{channel="whatsapp"\}') == 1
+    assert value("mogateway_mo_accepted_total", channel="sms") == 2
+    assert value("mogateway_mo_accepted_total", channel="whatsapp") == 2
+    assert value("mogateway_mo_rejected_total", channel="sms", field="msisdn") == 1
+    assert value("mogateway_mo_rejected_total", channel="whatsapp", field="msisdn") == 1
+    assert value("mogateway_mo_duplicates_total", channel="sms") == 0
+    assert value("mogateway_mo_duplicates_total", channel="whatsapp") == 1
 
 
 def test_stats_give_the_figures_by_channel(traffic: Traffic) -> None:
