@@ -70,7 +70,10 @@ def _when(value: str | None, wide: bool) -> str:
     for this year, the date for earlier years (in the gateway's time zone, as the API gives it)."""
     if not value:
         return "-"
-    moment = datetime.fromisoformat(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:  # a time out of any calendar (a poisoned row: '+10000-01-01…'): shown as stored
+        return value
     if wide:
         return moment.strftime("%Y-%m-%d %H:%M:%S")
     today = datetime.now(moment.tzinfo).date()
