@@ -26,6 +26,7 @@ from gateway_harness import (
     GatewayClient,
     ServeProcess,
     clean_env,
+    default_workers,
     start_serve,
 )
 
@@ -55,6 +56,7 @@ api_version = "v21.0"
 phone_number_id = "{PNID}"
 display_phone_number = "{BUSINESS}"
 access_token = "rehearsal-token"
+mark_read = true
 
 [[whatsapp.numbers]]
 phone_number_id = "{PNID_2}"
@@ -322,6 +324,66 @@ def test_130429_is_retried_with_backoff_then_sent(stack: Stack) -> None:
     assert [s["error"] for s in sends] == [130429, 130429, None]
     waiting = [e for e in msg["timeline"] if e["event"] == "reply_waiting"]
     assert waiting and "130429" in waiting[0]["detail"]
+
+
+def test_131056_holds_back_that_person_only_then_sends(stack: Stack) -> None:
+    """The pair rate limit: the reply to that person is retried with backoff; another person's reply
+    is not held behind it."""
+    held, other = "919812300015", "919812300016"
+    _script(stack, code=131056, to=held, times=2)
+    (mid_held,) = stack.deliver(wh.text(held, "PAIR"))
+    (mid_other,) = stack.deliver(wh.text(other, "FREE"))
+    msg_other = stack.gw.wait_state(mid_other, frozenset({"replied", "reply_failed"}), timeout=20)
+    assert msg_other["state"] == "replied", msg_other["timeline"]
+    assert [s["error"] for s in stack.sends(to=other)] == [None]
+    msg = stack.gw.wait_state(mid_held, frozenset({"replied", "reply_failed"}), timeout=20)
+    assert msg["state"] == "replied", msg["timeline"]
+    assert [s["error"] for s in stack.sends(to=held)] == [131056, 131056, None]
+    waiting = [e for e in msg["timeline"] if e["event"] == "reply_waiting"]
+    assert waiting and "131056" in waiting[0]["detail"]
+
+
+def test_190_fails_the_reply_and_tells_the_operator_once_per_number(stack: Stack) -> None:
+    """A refused access token: each reply fails at once with the code, and the log says what to do in
+    one line per number (per worker process, each of which sends replies), not one per reply."""
+    senders = ["919812300017", "919812300018", "919812300019", "919812300020"]
+    for sender in senders:
+        _script(stack, code=190, to=sender)
+    try:
+        ids = [mid for sender in senders for mid in stack.deliver(wh.text(sender, "TOKEN"))]
+        for mid in ids:
+            msg = stack.gw.wait_state(mid, frozenset({"reply_failed", "replied"}), timeout=20)
+            assert msg["state"] == "reply_failed", msg["timeline"]
+            failed = next(e for e in msg["timeline"] if e["event"] == "reply_failed")
+            assert "190" in failed["detail"]
+        assert [len(stack.sends(to=sender)) for sender in senders] == [1, 1, 1, 1]  # no retry
+        told = [
+            line
+            for line in stack.serve.stderr().splitlines()
+            if "cannot send replies, its access token was refused" in line
+        ]
+        assert 1 <= len(told) <= default_workers(), told
+        assert all(PNID in line for line in told) and "rehearsal-token" not in stack.serve.stderr()
+    finally:
+        httpx.delete(stack.graph.url + "/__fake/messages/errors")
+
+
+def test_mark_read_marks_each_stored_message_read_once(stack: Stack) -> None:
+    inbound = wh.text("919812300021", "READ ME")
+    first = stack.meta.send(inbound)  # the first number has mark_read = true
+    assert first.status == 200
+    (mid,) = json.loads(first.text)["ids"]
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+
+    def reads() -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = httpx.get(stack.graph.url + "/__fake/messages/reads").json()["data"]
+        return [r for r in data if r["message_id"] == inbound["id"]]
+
+    stack.wait(reads, "the mark-read call")
+    assert stack.meta.redeliver(first).status == 200  # Meta's redelivery: stored already, not read again
+    (marker,) = stack.deliver(wh.text("919812300023", "AFTER"))  # sent after the redelivery was answered
+    stack.gw.wait_state(marker, frozenset({"replied"}))
+    assert [r["phone_number_id"] for r in reads()] == [PNID]
 
 
 # ------------------------------------------------------------------------------------ delivery rules
