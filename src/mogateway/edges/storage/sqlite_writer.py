@@ -132,7 +132,7 @@ class Writer:
         self._path = path
         self._sync = synchronous
         self._schema = schema
-        self._loop = loop
+        self.loop = self._loop = loop  # the journal makes its callers' futures on it (no getpid)
         self._lock_path = lock_path
         self._lock_fd = -1
         self._conn: sqlite3.Connection | None = None
