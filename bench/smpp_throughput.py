@@ -17,13 +17,14 @@ the right msisdn, with the application's text.
   ``--workers 1,2`` runs ``mogateway serve --workers 1`` and ``--workers 2`` as two gateways of the
   same run (default: the gateway's own default, one worker per core); their CPU is that of the
   supervisor and every worker together.
-- Kannel 1.4.5 (``--with-kannel``; Debian package ``kannel``): bearerbox with an SMPP transceiver to
-  the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is the same
-  application (``bench/kannel/``). Its file store is written without fsync. It asks for no receipts
-  unless ``--kannel-receipts``: then the application's answer to Kannel carries ``X-Kannel-DLR-Mask: 3``
-  and ``X-Kannel-DLR-Url``, so that, like mogateway, Kannel asks for a receipt of every reply, matches
-  it when it comes (``dlr-storage = internal``) and hands it on, by a GET of that URL on the
-  application: the way a Kannel deployment learns whether its replies arrived.
+- Kannel 1.4.5 (``--with-kannel``; Debian package ``kannel``: ``apt-get update && apt-get install -y
+  kannel``; without it the bench stops with that advice rather than run without Kannel): bearerbox with an
+  SMPP transceiver to the same kind of simulator and smsbox with an ``sms-service`` whose ``post-url`` is
+  the same application (``bench/kannel/``). Its file store is written without fsync. It asks for no
+  receipts unless ``--kannel-receipts``: then the application's answer to Kannel carries
+  ``X-Kannel-DLR-Mask: 3`` and ``X-Kannel-DLR-Url``, so that, like mogateway, Kannel asks for a receipt
+  of every reply, matches it when it comes (``dlr-storage = internal``) and hands it on, by a GET of
+  that URL on the application: the way a Kannel deployment learns whether its replies arrived.
 
 ``--binds N`` gives each gateway N transceiver binds, each to a simulator of its own, and deals the MOs
 out among them, each bind with its own window: with ``--workers`` N every worker of mogateway holds a
@@ -548,6 +549,15 @@ def main() -> None:
                 print(
                     f"  {name} / kannel: {statistics.median(ratios):.2f}× (median of the per-run ratios; "
                     f"{medians[name] / medians['kannel']:.2f}× of the medians)"
+                )
+                # Gateway CPU per MO against Kannel's (bearerbox + smsbox), run by run (issue 30).
+                cpu = [
+                    m.cpu_ms_per_mo[name] / k.cpu_ms_per_mo["kannel"]
+                    for m, k in zip(rows, results["kannel"], strict=False)
+                ]
+                print(
+                    f"  {name} / kannel CPU per MO: {statistics.median(cpu):.2f}× (median of the per-run "
+                    f"ratios: {', '.join(f'{r:.2f}' for r in cpu)})"
                 )
 
 

@@ -23,11 +23,12 @@ def test_stable_hash_is_the_same_in_every_process() -> None:
     assert stable_hash("a") != stable_hash("b")
 
 
-def test_binds_go_round_the_workers_and_bindless_workers_dispatch() -> None:
+def test_binds_go_round_the_workers_and_every_worker_dispatches() -> None:
     plan = WorkerPlan(count=3, binds=4)
     assert [plan.bind_worker(j) for j in range(4)] == [0, 1, 2, 0]
-    assert plan.dispatchers == (0, 1, 2)  # every worker holds a bind: all dispatch
-    assert WorkerPlan(count=3, binds=1).dispatchers == (1, 2)
+    assert plan.dispatchers == (0, 1, 2)
+    # a worker holding a bind dispatches too (share nothing per bind: its MOs stay in its process)
+    assert WorkerPlan(count=3, binds=1).dispatchers == (0, 1, 2)
     assert WorkerPlan(count=2, binds=0).dispatchers == (0, 1)
     with pytest.raises(ValueError):
         WorkerPlan(count=0)
@@ -72,13 +73,13 @@ def test_an_mo_stays_with_the_worker_holding_its_bind_when_that_worker_may_dispa
         assert {plan.owner_of(i, None, bind) for i in ids} == {plan.bind_worker(bind)}  # not routed
         # a client the bind's worker does not dispatch: its own worker, whichever bind the MO came on
         assert {plan.owner_of(i, small, bind) for i in ids} == {small_worker}
-    # with bindless workers the bind's worker does not dispatch: the id decides among the others
+    # one bind on three workers: its MOs stay with its worker too, within that worker's share of the
+    # cap; MOs from elsewhere (HTTP) are spread over all three by their id
     one_bind = WorkerPlan(count=3, binds=1)
-    owners = collections.Counter(one_bind.owner_of(f"m{n}", shared, 0) for n in range(1000))
-    assert set(owners) == {1, 2}
-    assert [one_bind.owner_of(f"m{n}", shared, 0) for n in range(50)] == [
-        one_bind.owner_of(f"m{n}", shared) for n in range(50)
-    ]
+    assert {one_bind.owner_of(f"m{n}", shared, 0) for n in range(1000)} == {0}
+    assert one_bind.lane_cap(shared, 0) == 10
+    owners = collections.Counter(one_bind.owner_of(f"m{n}", shared) for n in range(1000))
+    assert set(owners) == {0, 1, 2}
 
 
 def test_a_worker_outside_a_clients_share_serves_its_stray_mos_one_at_a_time() -> None:

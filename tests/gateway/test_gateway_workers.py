@@ -271,11 +271,12 @@ def wait_restarted(serve: ServeProcess, worker: int, old_pid: int, timeout: floa
 
 @contextlib.asynccontextmanager
 async def two_binds_gateway(
-    tmp_path: Path, *, workers: int, system_ids: tuple[str, str]
+    tmp_path: Path, *, workers: int, system_ids: tuple[str, str], cap: int = 20
 ) -> AsyncIterator[tuple[SimulatedSmsc, GatewayClient, CallbackRecorder]]:
     """``mogateway serve --workers N`` with two binds ``op0``/``op1`` (as ``system_ids``) to one
-    simulator, held by workers 0 and 1, and one client of cap 20 (at least twice the dispatchers: every
-    dispatcher takes a share) answering every MO: the simulator, the gateway and the application."""
+    simulator, held by workers 0 and 1, and one client of cap ``cap`` (20: at least twice the workers,
+    every worker takes a share; below twice the workers, one worker dispatches it) answering every MO:
+    the simulator, the gateway and the application."""
     smsc = await SimulatedSmsc().start()
     config = tmp_path / "gateway.toml"
     config.write_text(
@@ -301,7 +302,7 @@ window = 50
     gw = GatewayClient(serve.url)
     try:
         await asyncio.to_thread(
-            gw.add_client, shortcodes=[SC], callback_url=app_recorder.url, max_concurrency=20
+            gw.add_client, shortcodes=[SC], callback_url=app_recorder.url, max_concurrency=cap
         )
         deadline = time.monotonic() + 20
         while len([c for c in smsc.clients if c.system_id]) < 2:
@@ -318,12 +319,13 @@ window = 50
 
 
 async def run_two_binds(
-    tmp_path: Path, *, workers: int, per_bind: int
+    tmp_path: Path, *, workers: int, per_bind: int, cap: int = 20
 ) -> tuple[list[RecordedCall], list[Any]]:
     """:func:`two_binds_gateway` with the binds as ``esme0``/``esme1``; ``per_bind`` MOs delivered over
     each (msisdn digit 7 = the bind). Waits until every MO is final and a second reply would have
     arrived; the callbacks and submit_sm."""
-    async with two_binds_gateway(tmp_path, workers=workers, system_ids=("esme0", "esme1")) as (smsc, gw, app):
+    ids = ("esme0", "esme1")
+    async with two_binds_gateway(tmp_path, workers=workers, system_ids=ids, cap=cap) as (smsc, gw, app):
         for n in range(per_bind):
             for b in range(2):
                 smsc.queue_mo(f"9198100{b}{n:04d}", SC, f"HELLO {b} {n}", system_id=f"esme{b}")
@@ -336,8 +338,9 @@ async def run_two_binds(
 
 async def test_each_reply_leaves_over_its_mos_bind_whichever_worker_holds_it(tmp_path: Path) -> None:
     per_bind = 150
-    calls, submits = await run_two_binds(tmp_path, workers=3, per_bind=per_bind)
-    # Worker 2 holds no bind and made every callback; each reply went back over its MO's own bind.
+    # A client of cap 2 on three workers is dispatched by one of them, which holds at most one of the
+    # two binds: the replies to the other bind's MOs go back to the worker holding it.
+    calls, submits = await run_two_binds(tmp_path, workers=3, per_bind=per_bind, cap=2)
     assert len(calls) == 2 * per_bind
     assert len(submits) == 2 * per_bind
     by_number = collections.Counter((s.system_id, s.pdu.destination_addr) for s in submits)

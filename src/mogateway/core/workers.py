@@ -6,16 +6,21 @@ worker processes. Every worker takes HTTP connections (one port, ``SO_REUSEPORT`
 in the journal they share; the MO is then dispatched — its callback, its reply — by exactly one worker,
 its **owner**, recorded with the MO. The rules:
 
-* **Binds.** Bind ``j`` (in the order of the settings) is held by worker ``j mod N``. Reading and
-  writing SMPP is I/O-heavy, so when some workers hold no bind, only those dispatch (the
-  *dispatchers*); otherwise every worker does.
+* **Binds.** Bind ``j`` (in the order of the settings) is held by worker ``j mod N``. Every worker
+  dispatches (the *dispatchers*), whether it holds a bind or not: share nothing per bind. (Until
+  issue 30 only the workers without a bind dispatched when there were any; then every MO of a bind
+  crossed between two workers twice, its dispatch hint and its reply, and two processes wrote its
+  rows in turns: one bind on two workers cost 33 % more CPU per MO than on one, docs/benchmarks.md
+  §0.14.)
 * **Clients.** A client is dispatched by one dispatcher (chosen by a stable hash of its id), which keeps
   its concurrency cap and its isolation from other clients exact — unless its cap is at least twice
   the number of dispatchers: then every dispatcher takes a share of its MOs and of its cap (the shares
-  add up to the cap, each at least one).
+  add up to the cap, each at least one). With fewer binds than workers, a shared client's SMPP MOs are
+  dispatched by the binds' workers within their shares of its cap.
 * **Owner of an MO.** An MO that came on an SMPP bind whose worker may dispatch it (routed to a client
   that worker dispatches, or not routed at all) is owned by that worker: the MO, its callback, its
-  reply (which leaves on the same bind) and the reply's receipt then stay in one process. Any other MO
+  reply (which leaves on the same bind) and the reply's receipt then stay in one process, and its
+  rows are written by one process's group commits. Any other MO
   routed to a client: one of that client's workers, by a stable hash of the MO's id. Not routed
   (unroutable, rejected): any worker, by the same hash. The owner is a pure function of the MO's id,
   the bind it came on, its route and the plan, so the same MO arriving twice (a redelivery, a retried
@@ -57,8 +62,8 @@ class WorkerPlan:
 
     @property
     def dispatchers(self) -> tuple[int, ...]:
-        """The workers that dispatch: those without a bind when there are any, else all."""
-        return _dispatchers(self.count, self.binds)
+        """The workers that dispatch: all of them (share nothing per bind, see the module docstring)."""
+        return _dispatchers(self.count)
 
     def workers_for(self, client: ClientRecord) -> tuple[int, ...]:
         """The workers that dispatch ``client``'s MOs."""
@@ -94,8 +99,6 @@ def _bind_holder(bind_index: int, count: int) -> int:
 
 
 @lru_cache(maxsize=64)
-def _dispatchers(count: int, binds: int) -> tuple[int, ...]:
+def _dispatchers(count: int) -> tuple[int, ...]:
     """``WorkerPlan.dispatchers``, computed once per plan (it is asked for on every MO's way)."""
-    holding = {_bind_holder(j, count) for j in range(binds)}
-    free = tuple(w for w in range(count) if w not in holding)
-    return free or tuple(range(count))
+    return tuple(range(count))

@@ -47,6 +47,7 @@ from mogateway.core.contract import MAX_RESPONSE_BYTES
 from mogateway.core.immutable import immutable
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFailed, RawAnswer
 from mogateway.edges.urlguard import Resolver, system_resolver
+from mogateway.service.running_loop import RunningLoop
 
 __all__ = ["Http1Client"]
 
@@ -265,13 +266,14 @@ class Http1Client:
         self._idle: dict[tuple[bool, str, int], list[_Connection]] = {}
         self._dns: dict[tuple[str, int], tuple[float, list[tuple[int, str]]]] = {}
         self._closed = False
+        self._loop = RunningLoop()
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> RawAnswer:
         """POST ``body`` and return the answer. Raises UrlRefused, ConnectFailed, AnswerMalformed,
         AnswerIncomplete; cancellation (the caller's deadline) closes the connection."""
         target = _target(url)
         request = self._request_bytes(target, body, headers)
-        loop = asyncio.get_running_loop()
+        loop = self._loop()
         conn, reused = self._checkout(target.origin)
         if conn is None:
             conn = await self._connect(target)

@@ -18,6 +18,8 @@ import math
 from types import TracebackType
 from weakref import WeakKeyDictionary
 
+from mogateway.service.running_loop import RunningLoop
+
 __all__ = ["RESOLUTION_S", "deadline"]
 
 #: How late a deadline may fire: the width of a bucket.
@@ -63,6 +65,7 @@ class _Buckets:
 
 
 _per_loop: WeakKeyDictionary[asyncio.AbstractEventLoop, _Buckets] = WeakKeyDictionary()
+_running = RunningLoop()
 
 
 class deadline:
@@ -74,10 +77,10 @@ class deadline:
         self._delay = delay_s
 
     async def __aenter__(self) -> deadline:
-        task = asyncio.current_task()
+        loop = _running()
+        task = asyncio.current_task(loop)
         if task is None:
             raise RuntimeError("deadline() must be used inside a task")
-        loop = task.get_loop()
         buckets = _per_loop.get(loop)
         if buckets is None:
             buckets = _per_loop[loop] = _Buckets(loop)

@@ -42,6 +42,7 @@ from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
 from mogateway.service.registry import Registry
 from mogateway.service.replier import Replier
+from mogateway.service.running_loop import RunningLoop
 from mogateway.service.throttle import Throttle
 
 __all__ = ["Dispatcher"]
@@ -101,6 +102,7 @@ class Dispatcher:
         self._lane_cap = lane_cap or _whole_cap
         self._lanes: dict[str, _Lane] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._loop = RunningLoop()
         self._runner: asyncio.Task[None] | None = None
         self._user_agent_version = __version__
         self._stopping = False
@@ -153,7 +155,7 @@ class Dispatcher:
         return sum(len(lane.items) for lane in self._lanes.values())
 
     def _spawn(self, coro: Any, name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
+        task = self._loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -47,6 +47,7 @@ from mogateway.core.timeline import Change, Event, EventKind, State
 from mogateway.service.dlt import NO_DLT, DltGate, Verdict
 from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
+from mogateway.service.running_loop import RunningLoop
 from mogateway.service.throttle import Throttle
 
 __all__ = ["HandoverRefused", "PlannedReply", "Replier", "ReplyRouter"]
@@ -120,6 +121,7 @@ class Replier:
         self._clients = clients
         self._dlt = dlt or DltGate()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop = RunningLoop()
         self._busy: set[str] = set()  # message ids this replier has taken and not finished
         self._waiting: set[str] = set()  # message ids waiting for a channel
         self._held: dict[str, float] = {}  # message id -> when its row was last touched
@@ -215,7 +217,7 @@ class Replier:
     def _spawn(self, message_id: str, coro: Any) -> None:
         busy = self._busy
         busy.add(message_id)
-        task = asyncio.create_task(coro, name="reply")
+        task = self._loop().create_task(coro, name="reply")
         self._tasks.add(task)
 
         def done(task: asyncio.Task[None]) -> None:

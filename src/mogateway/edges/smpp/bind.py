@@ -95,7 +95,7 @@ class _Link:
         self.session = session
         self.framer = Framer()
         self.waiters: dict[int, asyncio.Future[Pdu]] = {}
-        self._loop = asyncio.get_running_loop()
+        self.loop = self._loop = asyncio.get_running_loop()
         self.bound = self._loop.create_future()  # type: asyncio.Future[None]
         self.closed = asyncio.Event()
         self.window_changed = asyncio.Event()
@@ -459,7 +459,7 @@ class EsmeBind:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(link.window_changed.wait(), remaining)
         sent = link.session.send(pdu, now=self._clock())
-        waiter: asyncio.Future[Pdu] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[Pdu] = link.loop.create_future()
         link.waiters[sent.sequence] = waiter
         link.write(sent)
         self.counters.submit_sm += 1

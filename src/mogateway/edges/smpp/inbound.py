@@ -49,6 +49,7 @@ from mogateway.core.repeats import content_source_id
 from mogateway.core.text import decode_short_message
 from mogateway.edges.dlt_errors import parse_receipt
 from mogateway.service.journal_health import JournalUnavailable
+from mogateway.service.running_loop import RunningLoop
 from mogateway.smpp.constants import Status, TlvTag
 from mogateway.smpp.pdu import DeliverSm
 from mogateway.smpp.segments import mo_part
@@ -96,10 +97,11 @@ class _TurnBatcher(Generic[Item, Result]):
         self._max = max_batch
         self._items: list[tuple[Item, asyncio.Future[Result]]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop = RunningLoop()
 
     def submit(self, item: Item) -> asyncio.Future[Result]:
         """A future of the result for ``item``, set once its batch ran (or ``run``'s exception)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop()
         future: asyncio.Future[Result] = loop.create_future()
         if not self._items:
             loop.call_soon(self._flush)
@@ -111,7 +113,7 @@ class _TurnBatcher(Generic[Item, Result]):
     def _flush(self) -> None:
         items, self._items = self._items, []
         if items:
-            task = asyncio.create_task(self._batch(items))
+            task = self._loop().create_task(self._batch(items))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

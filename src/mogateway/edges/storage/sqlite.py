@@ -158,7 +158,7 @@ class SqliteJournal(SqlJournal):
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
         if self._writer is None:
             raise RuntimeError("journal is not open")
-        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[T] = self._writer.loop.create_future()
         self._writer.submit((fn, fut))
         return fut
 
@@ -178,7 +178,7 @@ class SqliteJournal(SqlJournal):
     async def _batch(self, batch: Batch, items: Sequence[Any]) -> list[Any]:
         if self._writer is None:
             raise RuntimeError("journal is not open")
-        fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[list[Any]] = self._writer.loop.create_future()
         self._coalescers[batch].add(self._writer, items, fut)
         return await fut
 

@@ -23,6 +23,11 @@ survives a crash of the process (the log is in the operating system's hands at c
 to MOs already stored — never an acknowledged MO. ``normal`` leaves every fsync, and the checkpoints,
 to SQLite.
 
+The syncer needs the GIL twice per group (to take it, and to hand the results back to the loop), and
+while the event loop runs Python a waiting thread gets it only when the interpreter's switch interval
+(5 ms by default) forces the loop to let go: up to twice 5 ms added to every acknowledgement. The
+writer sets the process's switch interval to :data:`SWITCH_INTERVAL_S` (docs/benchmarks.md §0.14).
+
 Checkpoints (copying the log into the database so that it can start over) are the syncer's too:
 once the log has grown past :data:`CHECKPOINT_BYTES`, the syncer copies the whole log after the
 group's fsync, before the writer's next commit, so that the next commit starts the log over.
@@ -50,6 +55,7 @@ import logging
 import os
 import queue
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -65,6 +71,8 @@ MAX_SYNC_LAG_S = 0.1
 #: The syncer copies the write-ahead log into the database once it has grown past this (SQLite's own
 #: automatic checkpoint: 1,000 pages of 4 KiB).
 CHECKPOINT_BYTES = 4 * 1024 * 1024
+#: How long the event loop may hold the GIL while the syncer waits for it (Python's default: 5 ms).
+SWITCH_INTERVAL_S = 0.0005
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -132,7 +140,7 @@ class Writer:
         self._path = path
         self._sync = synchronous
         self._schema = schema
-        self._loop = loop
+        self.loop = self._loop = loop  # the journal makes its callers' futures on it (no getpid)
         self._lock_path = lock_path
         self._lock_fd = -1
         self._conn: sqlite3.Connection | None = None
@@ -154,6 +162,8 @@ class Writer:
         """Connect, take the schema to this version (in a thread: an upgrade may take a while) and start
         the syncer."""
         await asyncio.to_thread(self._connect)
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._syncer = _Syncer(self._path, self._loop, self._lock_path, self._synced)
         self._syncer.start()
 
