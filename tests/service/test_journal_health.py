@@ -145,6 +145,26 @@ def test_the_guard_keeps_the_smaller_reserve_and_does_not_flap(tmp_path: Path) -
     assert JournalHealth(Metrics(), path=None).refusing() is None  # PostgreSQL: no guard
 
 
+def test_the_guard_counts_the_write_ahead_log_as_spent(tmp_path: Path) -> None:
+    """Until a checkpoint copies the log's pages into the database file that copy may need as many bytes
+    again: a large log makes the guard refuse while the file system still shows the reserve free (found
+    on a loaded machine, where checkpoints fall behind and the disk filled before the guard refused)."""
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        health = JournalHealth(
+            Metrics(),
+            path=str(disk / "j.db"),
+            min_free_bytes=1 << 30,
+            min_free_percent=25,  # 2 MiB kept
+            clock=iter(float(n) for n in range(1000)).__next__,
+        )
+        assert health.refusing() is None
+        (disk / "j.db-wal").write_bytes(b"\0" * (4 << 20))  # 4 MiB free on disk, none once checkpointed
+        why = health.refusing()
+        assert why is not None and "once the write-ahead log is checkpointed" in why
+        (disk / "j.db-wal").write_bytes(b"")  # checkpointed and truncated
+        assert health.refusing() is None
+
+
 def test_readiness_counts_binds_only_where_this_process_holds_some() -> None:
     health = JournalHealth(Metrics(), path=None)
     assert readiness(health, []) == []

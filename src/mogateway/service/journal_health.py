@@ -134,6 +134,9 @@ class JournalHealth:
     ) -> None:
         self._metrics = metrics
         self._dir = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        # SQLite's write-ahead log: until a checkpoint has copied its pages into the database file, that
+        # copy may need as many bytes again, so the guard counts them as already spent.
+        self._wal = os.path.abspath(path) + "-wal" if path is not None else None
         self.min_free_bytes = min_free_bytes
         self.min_free_percent = min_free_percent
         self._clock = clock
@@ -149,6 +152,7 @@ class JournalHealth:
         self._log = Throttle(_LOG_EVERY_S, clock)
         self._counters = {kind: metrics.journal_write_errors.labels(kind) for kind in KINDS}
         self._refusing = False
+        self._wal_bytes = 0
         if self._dir is None:
             metrics.journal_free_bytes.set(math.nan)
 
@@ -247,6 +251,10 @@ class JournalHealth:
             else:
                 self._free = (st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize)
                 self._metrics.journal_free_bytes.set(self._free[0])
+            try:
+                self._wal_bytes = os.stat(self._wal).st_size if self._wal is not None else 0
+            except OSError:  # no log yet (or not SQLite's): nothing owed
+                self._wal_bytes = 0
         return self._free
 
     def threshold(self, total: int) -> int:
@@ -258,7 +266,8 @@ class JournalHealth:
         free = self.free_space()
         if free is None:
             return None
-        available, total = free
+        free_bytes, total = free
+        available = free_bytes - self._wal_bytes  # what a checkpoint may still take (see __init__)
         keep = self.threshold(total)
         # Once refusing, it takes a margin more to accept again: SQLite's write-ahead log grows to its
         # checkpoint size and is emptied, and the guard must not flap with it.
@@ -275,8 +284,9 @@ class JournalHealth:
                     )
             return None
         reason = (
-            f"the journal's file system has {available} bytes free, less than the {keep} kept for the "
-            "work already accepted (journal_min_free_bytes / journal_min_free_percent)"
+            f"the journal's file system has {free_bytes} bytes free ({available} once the write-ahead log "
+            f"is checkpointed), less than the {keep} kept for the work already accepted "
+            "(journal_min_free_bytes / journal_min_free_percent)"
         )
         if not self._refusing:
             # Free space moves both ways as the journal's write-ahead log grows and is emptied: the
