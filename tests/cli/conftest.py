@@ -7,6 +7,7 @@ shortcodes of its own (``codes``) and looks only at its own messages, so the tes
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +16,31 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
-from gateway_fixtures import app, codes, mt
-from gateway_harness import ServeGateway, serve_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway
 
-from mogateway.testing.recorder import CallbackRecorder
+from mogateway.testing.recorder import Answer, CallbackRecorder
+
+_blocks = itertools.count(1)
+
+
+@pytest.fixture
+def codes() -> Codes:
+    """Ten shortcodes (and so senders, see the tests) that no other test of the module uses."""
+    return Codes(20_000 + 10 * next(_blocks))
+
+
+@pytest.fixture
+def app() -> Iterator[CallbackRecorder]:
+    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
+        yield recorder
+
+
+@pytest.fixture(scope="module")
+def mt() -> Iterator[CallbackRecorder]:
+    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
+    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +48,3 @@ def gw(tmp_path_factory: pytest.TempPathFactory, mt: CallbackRecorder) -> Iterat
     workdir: Path = tmp_path_factory.mktemp("cli")
     with serve_gateway(workdir, reply_channel="http", reply_http_url=mt.url) as gateway:
         yield gateway
-
-
-__all__ = ["app", "codes", "gw", "mt"]  # the shared fixtures are this directory's too

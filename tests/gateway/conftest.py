@@ -9,14 +9,36 @@ handed to the reply channel about its messages (and that nothing else ever is): 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_fixtures import app, codes, mt
-from gateway_harness import ServeGateway, serve_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway
 
-from mogateway.testing.recorder import CallbackRecorder
+from mogateway.testing.recorder import Answer, CallbackRecorder
+
+_blocks = itertools.count(1)
+
+
+@pytest.fixture
+def codes() -> Codes:
+    return Codes(10_000 + 10 * next(_blocks))
+
+
+@pytest.fixture
+def app() -> Iterator[CallbackRecorder]:
+    """The client application: a recording callback server answering "OK" until told otherwise."""
+    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
+        yield recorder
+
+
+@pytest.fixture(scope="module")
+def mt() -> Iterator[CallbackRecorder]:
+    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
+    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +46,3 @@ def gw(tmp_path_factory: pytest.TempPathFactory, mt: CallbackRecorder) -> Iterat
     workdir: Path = tmp_path_factory.mktemp("gw")
     with serve_gateway(workdir, reply_channel="http", reply_http_url=mt.url, reply_max_parts=3) as gateway:
         yield gateway
-
-
-__all__ = ["app", "codes", "gw", "mt"]  # the shared fixtures are this directory's too
