@@ -28,7 +28,9 @@ def run(gw: ServeGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
         "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
     }
     # The CLI's console is made at import time: give it a wide terminal (see the 80-column test below).
-    monkeypatch.setattr(console, "width", 200)
+    # Its private width, not the ``width`` property: undoing a patch of the property would set the width
+    # read at patch time for good, and the CLI tests of other directories (COLUMNS) would inherit it.
+    monkeypatch.setattr(console, "_width", 200)
 
     def invoke(*args: str, code: int = 0, extra_env: dict[str, str] | None = None) -> Any:
         result = runner.invoke(cli, list(args), env={**env, **(extra_env or {})})
@@ -135,7 +137,7 @@ def test_a_wrong_token_is_one_line_and_exit_4(run: Any) -> None:
 def test_ids_stay_whole_in_an_80_column_terminal(
     run: Any, gw: ServeGateway, codes: Codes, app: CallbackRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(console, "width", 80)
+    monkeypatch.setattr(console, "_width", 80)
     app.answer = Answer.text("Your balance is Rs 42.00 as of today")
     client = gw.add_client(shortcodes=[codes[0], codes[1]], callback_url=app.url, keywords=["BAL"])
     mid = gw.push(codes[0], "BAL please, for my savings account")["id"]
