@@ -326,7 +326,7 @@ def test_dlt_check_says_which_template_a_reply_would_match(
 def run(gw: ServeGateway, monkeypatch: pytest.MonkeyPatch) -> Any:
     runner = CliRunner()
     env = {"MOGATEWAY_URL": gw.url, "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN}
-    monkeypatch.setattr(console, "width", 200)
+    monkeypatch.setattr(console, "_width", 200)  # not the property: see test_gateway_cli.py
 
     def invoke(*args: str, code: int = 0) -> Any:
         result = runner.invoke(cli, list(args), env=env)
