@@ -51,8 +51,14 @@ def test_outcomes_clients_series_and_latency(tmp_path: Path, app: CallbackRecord
         for message_id in ids:
             gw.wait_state(message_id)
 
+        # Each worker flushes its own figures: wait until every outcome is in (the workers that took the
+        # MOs are not the ones that dispatched them all), then compare the whole.
         doc = wait_for(
-            lambda: stats(gw), lambda d: d["totals"]["replies"] == 3 and d["totals"]["rejected"] == 1
+            lambda: stats(gw),
+            lambda d: d["totals"]["replies"] == 3
+            and d["totals"]["rejected"] == 1
+            and d["totals"]["outcomes"]["http_error"] == 1
+            and d["totals"]["outcomes"]["unroutable"] == 1,
         )
         totals = doc["totals"]
         assert totals["outcomes"] == {
