@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -129,9 +130,15 @@ def test_every_metric_of_the_rules_and_dashboard_is_exposed(tmp_path: Path) -> N
     env = clean_env(MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN, MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN)
     gateway = start_serve(tmp_path, env, args=["--config", str(config)])
     try:
-        resp = httpx.get(gateway.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
-        assert resp.status_code == 200
-        exposed = exposed_metrics(resp.text)
+        # The SMPP families appear once the worker holding the bind has started it: poll for them.
+        deadline = time.monotonic() + 30
+        while True:
+            resp = httpx.get(gateway.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+            assert resp.status_code == 200
+            exposed = exposed_metrics(resp.text)
+            if "mogateway_smpp_bind_up" in exposed or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     finally:
         assert gateway.stop() == 0
     used = used_metrics()
