@@ -35,3 +35,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".${extras}"
   touch "$stamp"
 fi
+# The pure layers compiled by mypyc from this source, about a tenth less CPU per MO (scripts/compile.py;
+# mogateway.compiled runs them only while they match their source). MOGATEWAY_PURE=1 skips it; without
+# a C compiler it says so and mogateway runs as pure Python. MOGATEWAY_COMPILE_REQUIRED=1 makes that fatal.
+if [ "${MOGATEWAY_PURE:-0}" = "0" ]; then
+  .venv/bin/python -c 'import mypyc' 2>/dev/null || .venv/bin/python -m pip install -q "mypy>=1.10"
+  .venv/bin/python scripts/compile.py ${MOGATEWAY_COMPILE_REQUIRED:+--require}
+fi

@@ -16,7 +16,8 @@ beside them ``client`` (the SDK applications use: core only), ``testing`` (simul
 users' tests) and ``waba`` (the WhatsApp migration tool, on its own). A module may import its own layer
 and the layers inside it, never one outside; no package (``edges``, ``edges.smpp``...) imports one
 that imports it back, and no module is longer than :data:`MAX_LINES`. The package root holds only
-``__version__``, which any module may read.
+``__version__``, which any module may read, and first imports ``compiled`` (whether the pure layers
+run compiled: it imports nothing of mogateway).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     ),
     "cli": frozenset(
         {"core", "smpp", "service", "edges", "config", "modes", "node", "api", "cli", "client", "testing",
-         "waba", "simulation", "logs", "version"}
+         "waba", "simulation", "logs", "version", "compiled"}
     ),
     "simulation": frozenset({"core", "service", "edges", "testing", "simulation", "version"}),
     "client": frozenset({"core", "client"}),
@@ -54,7 +55,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "testing": frozenset({"core", "smpp", "edges", "client", "testing", "version"}),
     "waba": frozenset({"waba"}),
     "logs": frozenset({"logs"}),
-    "version": frozenset({"version"}),
+    "version": frozenset({"version", "compiled"}),
+    # whether the pure layers run compiled: imported first by the package root, read by the CLI
+    "compiled": frozenset({"compiled"}),
 }
 
 

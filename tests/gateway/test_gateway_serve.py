@@ -24,6 +24,7 @@ from gateway_harness import (
     start_serve,
 )
 
+from mogateway import compiled
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 pytestmark = pytest.mark.slow
@@ -59,9 +60,10 @@ def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
         # stderr is what a service manager keeps as the log: the path is there, the tokens are not.
         assert admin not in first.stderr() and ingest not in first.stderr()
         assert str(tmp_path / "mogateway.tokens") in first.stderr()
-        # The start-up line names the Python it runs on (its build changes the CPU per MO).
+        # The start-up line names the Python it runs on (its build changes the CPU per MO), and whether
+        # the pure layers run compiled (the suite runs on the build, mogateway.compiled).
         # The supervisor writes it once every worker serves, which can be just after /healthz answers.
-        runs_on = f"Python {platform.python_version()} {os.path.realpath(sys.executable)})"
+        runs_on = f"Python {platform.python_version()} {os.path.realpath(sys.executable)}, {compiled.STATUS})"
         deadline = time.monotonic() + 10
         while "mogateway listening on" not in first.stderr() and time.monotonic() < deadline:
             time.sleep(0.05)

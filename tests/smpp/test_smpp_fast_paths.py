@@ -36,7 +36,7 @@ from mogateway.core.text import (
 from mogateway.core.timeline import State
 from mogateway.edges.smpp.bind import EsmeBind
 from mogateway.edges.smpp.inbound import InboundHandler
-from mogateway.smpp.constants import HEADER_LENGTH, Status, TlvTag
+from mogateway.smpp.constants import HEADER_LENGTH, CommandId, Status, TlvTag
 from mogateway.smpp.fields import BodyReader
 from mogateway.smpp.framer import Framer
 from mogateway.smpp.pdu import (
@@ -83,21 +83,22 @@ def short_messages(draw: st.DrawFn) -> SubmitSm | DeliverSm:
     )
 
 
+#: The command id of each body's PDU (read from the enum: a compiled class's ``COMMAND_ID`` is an
+#: instance slot, not a class attribute).
+_COMMAND_IDS = {SubmitSm: int(CommandId.SUBMIT_SM), DeliverSm: int(CommandId.DELIVER_SM)}
+
+
 def _field_by_field(body: bytes, cls: type[_ShortMessage]) -> _ShortMessage | PduError:
-    """What the plain reader makes of ``body`` (the shortcut switched off on ``cls`` meanwhile)."""
-    assert "_parse_well_formed" not in cls.__dict__  # inherited: shadowing it here is undone by del
-    cls._parse_well_formed = classmethod(lambda c, r: None)  # type: ignore[assignment,method-assign]
+    """What the plain reader makes of ``body``."""
     try:
-        return cls.parse(BodyReader(body, int(cls.COMMAND_ID), 9), int(cls.COMMAND_ID), 0)
+        return cls._parse_fields(BodyReader(body, _COMMAND_IDS[cls], 9))
     except PduError as exc:
         return exc
-    finally:
-        del cls._parse_well_formed
 
 
 def _shortcut(body: bytes, cls: type[_ShortMessage]) -> _ShortMessage | PduError | None:
     try:
-        return cls._parse_well_formed(BodyReader(body, int(cls.COMMAND_ID), 9))
+        return cls._parse_well_formed(BodyReader(body, _COMMAND_IDS[cls], 9))
     except PduError as exc:  # only the TLV reader may raise
         return exc
 

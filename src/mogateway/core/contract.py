@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Sender
@@ -58,6 +59,7 @@ MAX_RESPONSE_BYTES: Final = 64 * 1024
 TsunixUnit = Literal["ms", "s"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the SDK's InvalidPayload is one (client/message.py)
 class PayloadError(ValueError):
     """A callback body that breaks the contract. ``field`` names the offending member (dotted path)."""
 

@@ -283,7 +283,11 @@ class _ShortMessage:
         fast = cls._parse_well_formed(r)
         if fast is not None:
             return fast
-        # Field by field, so that what is wrong is named with its own status.
+        return cls._parse_fields(r)
+
+    @classmethod
+    def _parse_fields(cls, r: BodyReader) -> _ShortMessage:
+        """Field by field, so that what is wrong is named with its own status."""
         service_type = r.cstring("service_type", 6, Status.ESME_RINVSERTYP)
         src_ton, src_npi = r.u8("source_addr_ton"), r.u8("source_addr_npi")
         # Some SMSCs send longer addresses (alphanumeric, with prefixes); 21 is §4.4.1's limit.

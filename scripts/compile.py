@@ -1,0 +1,149 @@
+"""Build the pure layers of mogateway with mypyc, in place: extension modules beside their source.
+
+    .venv/bin/python scripts/compile.py            # what scripts/setup.sh runs
+    .venv/bin/python scripts/compile.py --require  # a build that cannot be made is an error (CI)
+
+mypyc compiles the very source the pure-Python fallback is (``core/``, ``smpp/`` but four modules, the
+journal's batch writes and row shapes, the HTTP/1.1 client): about a tenth less CPU per MO
+(docs/benchmarks.md §0.15). The build runs in a temporary copy of ``src/``; then the extension modules
+are moved beside their sources (each by a rename, so a running gateway keeps the files it loaded) and
+``src/mogateway/compiled.json`` records the digest of every source built. ``mogateway.compiled`` runs
+them only while every digest still matches, and the source otherwise — so editing a module and
+running it never runs an old build of it. Nothing is done when the build is up to date.
+
+Without a C compiler, the interpreter's headers or mypy, it says so in one line and leaves mogateway
+to run as pure Python (exit 0; exit 1 with ``--require``). ``MOGATEWAY_PURE=1`` skips the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "mogateway"
+MANIFEST = PACKAGE / "compiled.json"
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+COMPILED_DIRS = ("mogateway/core", "mogateway/smpp")
+ALSO = (
+    "mogateway/edges/storage/batches.py",
+    "mogateway/edges/storage/schema.py",
+    "mogateway/edges/http1.py",
+)
+#: Modules mypyc does not take as written, and why (docs/benchmarks.md §0.9).
+NOT_COMPILED = {
+    "mogateway/core/immutable.py": "dataclass_transform sets an attribute on the decorator function",
+    "mogateway/core/reassembly.py": "a slotted dataclass of a native class fails at import",
+    "mogateway/smpp/session.py": "exceptions that subclass RuntimeError must be non-native classes",
+    "mogateway/core/callback_url.py": "UrlRefused subclasses OSError: must be a non-native class",
+}
+
+
+def modules() -> list[str]:
+    """The sources compiled, relative to ``src/``."""
+    found = [str(p.relative_to(SRC)) for d in COMPILED_DIRS for p in sorted((SRC / d).glob("*.py"))]
+    return [m for m in [*found, *ALSO] if not m.endswith("__init__.py") and m not in NOT_COMPILED]
+
+
+def _name(source: str) -> str:
+    return source[: -len(".py")].replace("/", ".")
+
+
+def _digests(root: Path, sources: list[str]) -> dict[str, str]:
+    sys.path.insert(0, str(SRC))
+    from mogateway.compiled import source_digest  # the one digest the guard checks against
+
+    return {_name(s): source_digest(root / s) for s in sources}
+
+
+def _up_to_date(sources: list[str]) -> bool:
+    try:
+        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if manifest.get("suffix") != SUFFIX or manifest.get("modules") != _digests(SRC, sources):
+        return False
+    return all((SRC / (s[: -len(".py")] + SUFFIX)).exists() for s in sources)
+
+
+def _missing_tool() -> str | None:
+    """Why a build cannot be made here (None: it can)."""
+    try:
+        import mypyc  # noqa: F401
+    except ImportError:
+        return "mypy (mypyc) is not installed"
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler}; on Debian: apt-get install gcc)"
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        return f"no {include} (on Debian: apt-get install python3-dev)"
+    return None
+
+
+def _remove_build() -> None:
+    MANIFEST.unlink(missing_ok=True)
+    for ext in [*PACKAGE.rglob(f"*{SUFFIX}"), *SRC.glob(f"*__mypyc{SUFFIX}")]:
+        ext.unlink()
+
+
+def build(sources: list[str]) -> None:
+    """Compile ``sources`` in a copy of ``src/`` and move the result in place (module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="mogateway-compile-") as tmp:
+        copy = Path(tmp) / "src"
+        shutil.copytree(
+            SRC, copy, ignore=shutil.ignore_patterns("__pycache__", "*.so", "compiled.json", "*.egg-info")
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "mypyc", *sources], cwd=copy, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise RuntimeError(f"mypyc failed:\n{tail}")
+        digests = _digests(copy, sources)
+        _remove_build()
+        built = [copy / (s[: -len(".py")] + SUFFIX) for s in sources] + list(copy.glob(f"*__mypyc{SUFFIX}"))
+        for ext in built:
+            target = SRC / ext.relative_to(copy)
+            staged = target.with_name(target.name + ".new")
+            shutil.copy2(ext, staged)
+            os.replace(staged, target)
+    manifest = {"suffix": SUFFIX, "python": sys.version.split()[0], "modules": digests}
+    MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--require", action="store_true", help="fail when the build cannot be made")
+    args = parser.parse_args()
+    if os.environ.get("MOGATEWAY_PURE", "") not in ("", "0"):
+        print("compile: skipped (MOGATEWAY_PURE is set): mogateway runs as pure Python")
+        return 0
+    sources = modules()
+    if _up_to_date(sources):
+        print(f"compile: up to date ({len(sources)} modules)")
+        return 0
+    why = _missing_tool()
+    if why is None:
+        try:
+            build(sources)
+        except (RuntimeError, OSError) as exc:
+            why = str(exc)
+        else:
+            left = f"not compiled: {len(NOT_COMPILED)}, see scripts/compile.py"
+            print(f"compile: {len(sources)} modules built by mypyc ({left})")
+            return 0
+    print(f"compile: {why}; mogateway runs as pure Python (about a tenth more CPU per MO)", file=sys.stderr)
+    return 1 if args.require else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

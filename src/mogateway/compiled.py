@@ -1,0 +1,111 @@
+"""Whether the pure layers run compiled, and the guard that keeps a stale build from running.
+
+``scripts/compile.py`` (which ``scripts/setup.sh`` runs) builds the pure layers — ``core/``, ``smpp/``,
+the journal's batch writes and the HTTP/1.1 client — with mypyc, from this very source, into extension
+modules beside their ``.py`` files, and writes :data:`MANIFEST`: the digest of every source it compiled.
+Python imports an extension module before the source of the same name, so once built they are what
+runs (about a tenth less CPU per MO, docs/benchmarks.md §0.15), and the source is the fallback: the same
+text, tested in both forms (``scripts/test.sh``).
+
+An extension module does not know when its source changes. So on import of ``mogateway`` (before any of
+them is loaded) this module compares every compiled module's source with the digest it was built
+from, and runs the whole package from source when any differs, when the build was for another
+interpreter, when there is no manifest beside the extension modules, or when ``MOGATEWAY_PURE`` is set
+(to ``1``, or anything but ``0`` or empty). It is all or nothing: compiled modules call each other
+directly, so a module run from source would not be called by the compiled ones. :data:`STATUS` says
+which, and why; ``mogateway serve`` logs it and ``mogateway doctor`` shows it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["CHOSEN_PURE", "COMPILED", "MANIFEST", "STATUS", "compiled_modules", "source_digest"]
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+#: What ``scripts/compile.py`` built: the interpreter's extension suffix and each module's source digest.
+MANIFEST = PACKAGE_DIR / "compiled.json"
+_EXTENSION_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def source_digest(path: Path) -> str:
+    """The digest a module's source is built from and checked against."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compiled_modules() -> dict[str, Path]:
+    """The modules of this package that have an extension module beside their source: name -> source."""
+    found: dict[str, Path] = {}
+    for ext in PACKAGE_DIR.rglob(f"*{_EXTENSION_SUFFIX}"):
+        source = ext.with_name(ext.name[: -len(_EXTENSION_SUFFIX)] + ".py")
+        if source.exists():
+            parts = source.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+            found[".".join(parts)] = source
+    return found
+
+
+class _FromSource(importlib.abc.MetaPathFinder):
+    """Finds ``names`` as their ``.py`` files, ahead of the extension modules beside them."""
+
+    def __init__(self, sources: dict[str, Path]) -> None:
+        self._sources = sources
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        source = self._sources.get(fullname)
+        if source is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+#: The operator asked for the source (``MOGATEWAY_PURE``), whatever is built.
+CHOSEN_PURE = os.environ.get("MOGATEWAY_PURE", "") not in ("", "0")
+
+
+def _decide(sources: dict[str, Path]) -> tuple[bool, str]:
+    """Whether to run the extension modules, and the status line that says so (module docstring)."""
+    if not sources:
+        return False, "pure Python (not compiled; scripts/compile.py builds the pure layers)"
+    if CHOSEN_PURE:
+        return False, f"pure Python (MOGATEWAY_PURE is set; {len(sources)} modules are built)"
+    try:
+        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+        built: dict[str, str] = manifest["modules"]
+        suffix = manifest["suffix"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return (
+            False,
+            f"pure Python (no readable {MANIFEST.name} beside the built modules; scripts/compile.py)",
+        )
+    if suffix != _EXTENSION_SUFFIX:
+        return False, f"pure Python (built for another interpreter: {suffix})"
+    changed = sorted(name for name, source in sources.items() if built.get(name) != source_digest(source))
+    if changed:
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        return (
+            False,
+            f"pure Python (the source of {changed[0]}{more} changed since the build; scripts/compile.py)",
+        )
+    return True, f"compiled ({len(sources)} modules built by mypyc)"
+
+
+def _install() -> tuple[bool, str]:
+    sources = compiled_modules()
+    compiled, status = _decide(sources)
+    if sources and not compiled and not any(isinstance(f, _FromSource) for f in sys.meta_path):
+        sys.meta_path.insert(0, _FromSource(sources))
+    return compiled, status
+
+
+#: Whether the built extension modules run (True) or their source (False), and why (module docstring).
+COMPILED, STATUS = _install()

@@ -1,0 +1,109 @@
+"""The compiled pure layers (scripts/compile.py, mogateway.compiled): they run by default, never when
+their source changed since the build, and they give the same bytes as their pure-Python source.
+
+``scripts/test.sh`` builds them before the suite (``MOGATEWAY_COMPILE_REQUIRED``), runs the whole suite
+on them, then the tests of those layers again with ``MOGATEWAY_PURE=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mogateway.smpp.pdu
+from mogateway import compiled
+
+SRC = Path(compiled.__file__).resolve().parent.parent
+
+_SHOW = (
+    "import json, mogateway.compiled as c, mogateway.smpp.pdu as p; "
+    "print(json.dumps([c.COMPILED, c.STATUS, p.__file__]))"
+)
+
+
+def _show(src: Path, **env: str) -> tuple[bool, str, str]:
+    environ = {k: v for k, v in os.environ.items() if k != "MOGATEWAY_PURE"} | env
+    environ["PYTHONPATH"] = str(src)
+    out = subprocess.run(
+        [sys.executable, "-c", _SHOW], env=environ, capture_output=True, text=True, check=True
+    )
+    is_compiled, status, pdu_file = json.loads(out.stdout)
+    return is_compiled, status, pdu_file
+
+
+@pytest.fixture(scope="module")
+def built_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of ``src/`` with the build that the suite runs on (scripts/compile.py made it)."""
+    if not compiled.compiled_modules():
+        pytest.fail("no compiled modules in src/: run scripts/compile.py (scripts/test.sh does)")
+    copy = tmp_path_factory.mktemp("built") / "src"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return copy
+
+
+def test_the_build_runs_unless_the_source_is_asked_for() -> None:
+    """The suite runs on what the default runs: the build; MOGATEWAY_PURE=1 runs the source instead."""
+    assert compiled.COMPILED is not compiled.CHOSEN_PURE, compiled.STATUS
+    suffix = Path(mogateway.smpp.pdu.__file__).suffix
+    assert suffix == (".py" if compiled.CHOSEN_PURE else ".so"), compiled.STATUS
+
+
+def test_a_source_changed_since_the_build_runs_as_source(built_copy: Path) -> None:
+    assert _show(built_copy)[0] is True
+    text = built_copy / "mogateway" / "core" / "text.py"
+    original = text.read_bytes()
+    text.write_bytes(original + b"\n# changed after the build\n")
+    try:
+        is_compiled, status, pdu_file = _show(built_copy)
+    finally:
+        text.write_bytes(original)
+    # all or nothing: pdu.py did not change, but the compiled modules call one another directly
+    assert not is_compiled and pdu_file.endswith("pdu.py")
+    assert "mogateway.core.text changed since the build" in status
+
+
+def test_a_build_without_its_manifest_or_for_another_interpreter_runs_as_source(built_copy: Path) -> None:
+    manifest = built_copy / "mogateway" / "compiled.json"
+    original = manifest.read_text()
+    try:
+        data = json.loads(original)
+        manifest.write_text(json.dumps(data | {"suffix": ".cpython-399-x86_64-linux-gnu.so"}))
+        is_compiled, status, _ = _show(built_copy)
+        assert not is_compiled and "another interpreter" in status
+        manifest.unlink()
+        is_compiled, status, pdu_file = _show(built_copy)
+        assert not is_compiled and "compiled.json" in status and pdu_file.endswith(".py")
+    finally:
+        manifest.write_text(original)
+    assert _show(built_copy)[0] is True
+    is_compiled, status, _ = _show(built_copy, MOGATEWAY_PURE="1")
+    assert not is_compiled and "MOGATEWAY_PURE" in status
+
+
+#: What the compiled layers compute for one fixed corpus, printed as JSON by a child process.
+CORPUS = Path(__file__).with_name("compiled_corpus.py")
+
+
+def _corpus(src: Path, pure: bool) -> list[object]:
+    environ = {k: v for k, v in os.environ.items() if k != "MOGATEWAY_PURE"}
+    environ["PYTHONPATH"] = str(src)
+    if pure:
+        environ["MOGATEWAY_PURE"] = "1"
+    done = subprocess.run([sys.executable, str(CORPUS)], env=environ, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: list[object] = json.loads(done.stdout)
+    return result
+
+
+def test_the_build_and_its_source_compute_the_same(built_copy: Path) -> None:
+    compiled_out, pure_out = _corpus(built_copy, pure=False), _corpus(built_copy, pure=True)
+    assert compiled_out[0] is True and pure_out[0] is False
+    assert len(compiled_out) > 300
+    for n, (a, b) in enumerate(zip(compiled_out[1:], pure_out[1:], strict=True), 1):
+        assert a == b, f"item {n} differs: compiled {a!r}, pure {b!r}"
