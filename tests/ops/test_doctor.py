@@ -13,6 +13,7 @@ import httpx
 import pytest
 from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, clean_env, free_port, mogateway_command, start_serve
 
+from mogateway.cli.doctor_findings import size
 from mogateway.edges.storage import migrations
 from postgres_databases import throwaway_database
 
@@ -132,3 +133,14 @@ def test_postgresql_behind_and_nats_unreachable(tmp_path: Path) -> None:
     result = doctor(tmp_path, env)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "FAIL  journal: cannot connect to PostgreSQL" in result.stdout
+
+
+def test_sizes_are_written_in_the_unit_that_fits() -> None:
+    # A disk's free space in GiB read as MiB (76.4 GiB shown as "76.4 MiB") hides that all is well.
+    assert [size(n) for n in (512, 3.5 * 2**10, 3.4 * 2**20, 76.4 * 2**30, 2.5 * 2**40)] == [
+        "512 B",
+        "3.5 KiB",
+        "3.4 MiB",
+        "76.4 GiB",
+        "2.5 TiB",
+    ]

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from mogateway.cli.common import fail, print_json
+from mogateway.cli.doctor_findings import size
 from mogateway.cli.exit_codes import Exit
 from mogateway.config import ConfigError, load_settings
 
@@ -34,15 +35,6 @@ def _journal(config: Path | None, database: str | None) -> str:
     if path is None:
         fail("the journal is in memory: there is nothing to back up or restore", Exit.USAGE)
     return path
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 CONFIG_OPTION = typer.Option(None, "--config", "-c", help="TOML settings file (names the journal).")
@@ -86,7 +78,7 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(
             f"backup {copy.path}: {copy.messages} messages ({copy.unfinished} unfinished), "
-            f"{_size(copy.size_bytes)}, schema version {copy.schema_version}, integrity ok, "
+            f"{size(copy.size_bytes)}, schema version {copy.schema_version}, integrity ok, "
             f"in {copy.seconds:.1f} s"
         )
 

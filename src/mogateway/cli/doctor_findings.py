@@ -27,8 +27,8 @@ class Finding:
 
 def size(n: float) -> str:
     """Bytes for people: 512 B, 3.4 MiB, 74.6 GiB."""
-    for unit in ("B", "KiB", "MiB"):
+    for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n / 1024:.1f} GiB" if abs(n) >= 1024 else f"{n:.1f} MiB"
+    return f"{n:.1f} TiB"
