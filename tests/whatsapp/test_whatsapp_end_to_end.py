@@ -4,6 +4,7 @@ redeliveries, batches, foreign senders and a SIGKILL right after the 200."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -13,11 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from prometheus_client.parser import text_string_to_metric_families
 
 from mogateway.core.whatsapp import sign_body
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
+
+from .webhook_mutations import expected_wamids, mutate, mutations, valid_body
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
@@ -438,6 +443,135 @@ def test_a_message_for_an_unknown_number_is_acknowledged_and_not_stored(stack: S
         delivery = stranger.send(wh.text("919812300010", "WHO"))
     assert delivery.status == 200 and json.loads(delivery.text)["ids"] == []
     assert stack.gw.admin("GET", "/v1/messages", params={"msisdn": "919812300010"}).json()["messages"] == []
+
+
+# ---------------------------------------------------- shapes Meta sends now (issues 39 and 40)
+
+
+def _metric(stack: Stack, name: str, **labels: str) -> float:
+    """The sum over workers of the samples of /metrics named ``name`` with these ``labels``."""
+    total = 0.0
+    for family in text_string_to_metric_families(stack.gw.admin("GET", "/metrics").text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
+
+
+def test_a_type_without_its_object_is_acknowledged_and_called_back_with_meta_s_errors(stack: Stack) -> None:
+    # Meta's "Unsupported webhook payload": type interactive, no interactive object, value-level errors.
+    (mid,) = stack.deliver(wh.unrendered("919812300201"))
+    (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
+    assert call.json()["message"] == "" and call.json()["msisdn"] == 919812300201
+    first = _timeline(stack, mid)[0]
+    assert "whatsapp interactive" in first["notes"]
+    assert "error 131000: Something went wrong" in first["notes"]
+
+
+def test_one_unreadable_item_never_sinks_the_batch(stack: Stack) -> None:
+    good = wh.text("919812300202", "STILL HERE")
+    no_sender = wh.text("919812300203", "LOST")
+    del no_sender["from"]
+    body = wh.webhook_body([no_sender, {"id": 5}, good, wh.username_text("IN.7788", "hi")])
+    body["entry"].append({"id": "1", "changes": "not a list"})
+    before = _metric(stack, "mogateway_whatsapp_left_out_total", reason="message")
+    delivery = stack.meta.post(wh.encode(body))
+    assert delivery.status == 200, delivery.text
+    answer = json.loads(delivery.text)
+    assert answer["messages"] == 2 and answer["rejected"] == 1
+    good_id = answer["ids"][0]
+    stack.gw.wait_state(good_id, frozenset({"replied"}))
+    assert [s["text"] for s in stack.sends(to="919812300202")] == ["You said STILL HERE"]
+    assert _metric(stack, "mogateway_whatsapp_left_out_total", reason="message") == before + 2
+    assert _metric(stack, "mogateway_whatsapp_left_out_total", reason="change") >= 1
+    # Signed JSON of any shape is acknowledged; only bytes that are not JSON are refused.
+    assert stack.meta.post(b'{"object": "page"}').status == 200
+    assert stack.meta.post(b"[1, 2]").status == 200
+    assert stack.meta.post(b"not json").status == 400
+
+
+def test_a_username_user_without_a_phone_number_is_stored_refused_visible_and_counted(stack: Stack) -> None:
+    before = _metric(stack, "mogateway_mo_rejected_total", field="msisdn", channel="whatsapp")
+    (mid,) = stack.deliver(wh.username_text("IN.1502576394655843", "BAL"))
+    msg = stack.gw.message(mid)
+    assert msg["state"] == "rejected" and msg["msisdn"] == "IN.1502576394655843"
+    first = msg["timeline"][0]
+    assert first["field"] == "msisdn" and "business-scoped user id" in first["reason"]
+    assert "user id IN.1502576394655843" in first["notes"]
+    listed = stack.gw.admin("GET", "/v1/messages", params={"state": "rejected", "limit": 500}).json()
+    assert mid in [m["id"] for m in listed["messages"]]
+    assert _metric(stack, "mogateway_mo_rejected_total", field="msisdn", channel="whatsapp") == before + 1
+    time.sleep(0.3)
+    assert stack.calls_for(mid) == []
+
+
+def test_a_group_message_is_stored_refused_and_not_answered(stack: Stack) -> None:
+    (mid,) = stack.deliver(wh.username_text("IN.55", "hello all", sender="919812300204", group_id="G.1"))
+    msg = stack.gw.message(mid)
+    assert msg["state"] == "rejected" and msg["timeline"][0]["field"] == "group_id"
+    assert "group G.1" in msg["timeline"][0]["notes"]
+    time.sleep(0.3)
+    assert stack.calls_for(mid) == []
+
+
+def test_a_changed_user_id_notice_without_from_is_acknowledged_and_stored(stack: Stack) -> None:
+    (mid,) = stack.deliver(wh.system_user_changed_user_id("IN.900", "IN.901"))
+    msg = stack.gw.message(mid)
+    assert msg["state"] == "rejected" and msg["timeline"][0]["field"] == "type"
+    assert "system notice" in msg["timeline"][0]["reason"]
+
+
+def test_a_delivered_status_without_recipient_id_is_recorded_by_its_wamid(stack: Stack) -> None:
+    sender = "919812300205"
+    (mid,) = stack.deliver(wh.text(sender, "NO RECIPIENT"))
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+    (sent,) = stack.sends(to=sender)
+    delivery = stack.meta.send(statuses=[wh.status(sent["wamid"], "delivered", None)])
+    assert delivery.status == 200 and json.loads(delivery.text)["statuses"] == 1
+    assert stack.gw.wait_state(mid, frozenset({"delivered"}))["state"] == "delivered"
+
+
+def test_reactions_and_edits_reach_the_application_and_are_never_answered(stack: Stack) -> None:
+    sender = "919812300206"
+    (thumbs, edited) = stack.deliver(
+        wh.reaction(sender, "wamid.EARLIER", "\U0001f44d"), wh.edit(sender, "wamid.EARLIER", "BAL 2")
+    )
+    for mid, text in ((thumbs, "\U0001f44d"), (edited, "BAL 2")):
+        (call,) = stack.wait(lambda mid=mid: stack.calls_for(mid), "callback")
+        assert call.json()["message"] == text
+        msg = stack.gw.wait_state(mid, frozenset({"no_reply"}))
+        outcome = next(e for e in msg["timeline"] if e["event"] == "outcome")
+        assert outcome["withheld_reply"] == f"You said {text}" and "never sent" in outcome["detail"]
+    time.sleep(0.5)
+    assert stack.sends(to=sender) == []
+
+
+def test_a_removed_reaction_and_a_deletion_are_stored_and_never_called_back(stack: Stack) -> None:
+    sender = "919812300207"
+    ids = stack.deliver(wh.reaction(sender, "wamid.EARLIER", ""), wh.revoke(sender, "wamid.EARLIER"))
+    for mid, what in zip(ids, ("removed reaction", "deleted message"), strict=True):
+        msg = stack.gw.message(mid)
+        assert msg["state"] == "rejected" and msg["timeline"][0]["field"] == "type"
+        assert what in msg["timeline"][0]["reason"]
+    time.sleep(0.3)
+    assert all(stack.calls_for(mid) == [] for mid in ids) and stack.sends(to=sender) == []
+
+
+_mutated = itertools.count(1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=mutations)
+def test_every_mutated_signed_body_is_acknowledged_and_each_readable_message_stored(
+    stack: Stack, ops: Any
+) -> None:
+    body = mutate(valid_body(f"e2e{next(_mutated)}"), ops)
+    delivery = stack.meta.post(json.dumps(body).encode())
+    assert delivery.status == 200, delivery.text
+    expected = expected_wamids(body, PNID)
+    ids = json.loads(delivery.text)["ids"]
+    assert len(ids) == len(expected)
+    assert [stack.gw.message(mid)["source_id"] for mid in ids] == expected
 
 
 def test_sigkill_right_after_the_200_loses_nothing(tmp_path: Path) -> None:

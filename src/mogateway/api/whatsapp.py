@@ -8,15 +8,24 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
 * ``POST`` checks ``X-Hub-Signature-256`` over the raw bytes received, in constant time. Missing or
   wrong → 401, nothing read further and nothing stored, and one log line per 10 s however many come.
   The body's size is bounded like every other (``max_batch_bytes``: Meta batches).
-* A signed body that is not a webhook (``WebhookMalformed``) → 400, nothing stored.
+* A signed body that is not JSON (``WebhookMalformed``) → 400, nothing stored. Any signed JSON body is
+  answered 200 whatever its shape (a non-2xx makes Meta deliver it again for days): each message and
+  status is taken or left on its own (``core.whatsapp``), and what is left out — unreadable parts, a
+  message for a number not configured here — is counted in ``mogateway_whatsapp_left_out{reason}`` and
+  logged once per reason and 10 s, with where and why, never a traceback.
 * Every message of a known number is stored durably through intake — as an SMS MO is: the same journal,
   fsynced, before the answer — as a :class:`~mogateway.core.message.Message` of origin
   ``whatsapp:<phone_number_id>`` whose source id is the wamid, so a webhook Meta delivers again is the
   same message (one row, one callback). Its type, and a media message's media id and MIME type, are in
   its notes (the timeline's first entry); the media itself is not fetched.
 * A sender that is not an Indian number (``wa_id`` 91 and ten digits) is recorded as rejected and never
-  reaches a client. A message for a ``phone_number_id`` not configured here is logged and skipped.
-  Either way the webhook is answered 200, or Meta would deliver it again for days.
+  reaches a client; so is a person who came with a business-scoped user id only (a WhatsApp username
+  user: the callback's ``msisdn`` is an Indian number, and there is none), the message stored with its
+  user id as ``msisdn`` and in its notes, and a group message (``group_id``). A removed reaction, a
+  deleted message and a system notice are recorded as rejected (field ``type``) too: they are not a
+  person's message (``core.whatsapp.stored_only``). A message without a timestamp is dated when it
+  arrives. A message for a ``phone_number_id`` not configured here is logged and skipped. Either way the
+  webhook is answered 200, or Meta would deliver it again for days.
 * If the journal cannot store the batch → 503 and nothing is acknowledged: Meta delivers it again.
 * Statuses of replies (``sent``, ``delivered``, ``read``, ``failed``) are recorded on the message whose
   reply part has that wamid (``ReceiptStore.record_deliveries``, like SMPP receipts), in whatever order
@@ -27,7 +36,9 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import time
 from typing import Any, Final
 
 import orjson
@@ -41,9 +52,11 @@ from mogateway.core.whatsapp import (
     SIGNATURE_HEADER,
     InboundMessage,
     StatusUpdate,
+    Unread,
     WebhookMalformed,
     handshake,
     parse_webhook,
+    stored_only,
     verify_signature,
 )
 from mogateway.service.throttle import Throttle
@@ -129,7 +142,11 @@ def _is_indian(wa_id: str) -> bool:
 
 
 def _notes(m: InboundMessage) -> tuple[str, ...]:
-    notes = [f"whatsapp {m.type}"]
+    notes = [f"whatsapp {m.type}"]  # first: ``core.whatsapp.withholds_reply`` reads it
+    if m.user_id is not None:
+        notes.append(f"user id {m.user_id}")
+    if m.group_id is not None:
+        notes.append(f"group {m.group_id}")
     if m.media_id is not None:
         notes.append(f"media id {m.media_id}" + (f" ({m.mime_type})" if m.mime_type else ""))
     if m.reply_id is not None:
@@ -143,13 +160,11 @@ def _notes(m: InboundMessage) -> tuple[str, ...]:
 def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
     """The arrival a webhook's message is, for intake (its sender is checked there as for an SMS, after
     the country: a WhatsApp sender outside India is refused here, whatever its digits look like)."""
-    problem = (
-        None if _is_indian(m.sender) else Rejection("msisdn", "must be an Indian number (country code 91)")
-    )
+    problem = _problem(m)
     message = Message(
         id="",
         shortcode=business_number,
-        msisdn=m.sender,
+        msisdn=m.sender or m.user_id or "",
         text=m.text,
         received_at=float(m.timestamp),
         origin=f"whatsapp:{m.phone_number_id}",
@@ -157,6 +172,34 @@ def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
         notes=_notes(m),
     )
     return Arrival(message, problem=problem, first_seen_ms=m.timestamp * 1000)
+
+
+def _problem(m: InboundMessage) -> Rejection | None:
+    """Why ``m`` is stored refused and never called back, or None (the module docstring's rules)."""
+    event = stored_only(m)
+    if event is not None:
+        return Rejection("type", event)
+    if not m.sender:
+        return Rejection(
+            "msisdn",
+            "a WhatsApp user with a business-scoped user id and no phone number: not an Indian number",
+        )
+    if not _is_indian(m.sender):
+        return Rejection("msisdn", "must be an Indian number (country code 91)")
+    if m.group_id is not None:
+        return Rejection("group_id", "a WhatsApp group message: groups are not answered")
+    return None
+
+
+def _left_out(gateway: Any, reason: str, detail: str, *args: Any) -> None:
+    """Count a part of a signed webhook that is acknowledged but not taken; log once per reason."""
+    gateway.metrics.whatsapp_left_out.labels(reason).inc()
+    _say(f"left-out:{reason}", logging.WARNING, "WhatsApp webhook: left out (%s): " + detail, reason, *args)
+
+
+def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
+    for u in unread:
+        _left_out(gateway, u.kind, "%s", u.reason)
 
 
 @router.post(
@@ -183,19 +226,23 @@ async def webhook(request: Request) -> Response:
     except WebhookMalformed as exc:
         _say("malformed", logging.WARNING, "WhatsApp webhook not understood: %s", exc.reason)
         raise ApiProblem(400, f"not a WhatsApp webhook: {exc.reason}", kind="invalid-webhook") from None
+    _unread(gateway, hook.unread)
 
     arrivals: list[Arrival] = []
+    now = time.time()
     for m in hook.messages:
         number = wa.number(m.phone_number_id)
         if number is None:
-            _say(
-                f"unknown:{m.phone_number_id}",
-                logging.WARNING,
-                "WhatsApp message %s for phone_number_id %s, not configured here: acknowledged, not stored",
+            _left_out(
+                gateway,
+                "unknown_number",
+                "message %s for phone_number_id %s, not configured here",
                 m.wamid,
                 m.phone_number_id,
             )
             continue
+        if m.timestamp <= 0:  # none that reads: dated as it arrives
+            m = dataclasses.replace(m, timestamp=int(now))
         arrivals.append(arrival_for(m, number.display_phone_number))
     stored: list[Any] = []
     if arrivals:

@@ -11,15 +11,33 @@ Rules (the facts are in the reference notes on the Cloud API, §1):
   challenge of visible ASCII → ``200`` with the challenge as the whole body; anything else → ``403``.
 * **Body.** ``{"object": "whatsapp_business_account", "entry": [{"changes": [{"field": "messages",
   "value": {...}}]}]}``; one body may carry several entries, changes, messages and statuses, parsed in
-  order. A change of another field is skipped and counted (``Webhook.skipped``), as is a status whose
-  value this module does not know (only ``sent``, ``delivered``, ``read`` and ``failed`` are events).
-  Anything else that does not have the documented shape — not JSON, a missing id, sender or timestamp, a
-  text message without ``text.body`` — makes the whole body malformed: :class:`WebhookMalformed`, with a
-  reason naming where. No other exception leaves :func:`parse_webhook`.
+  order. Only bytes that are not JSON raise (:class:`WebhookMalformed`); any JSON is a :class:`Webhook`.
+  Each message and each status is taken or left **on its own**: whatever cannot be read (a part of the
+  body without its documented shape, a message without an id or a sender, a status without an id or a
+  status value, items of a change without ``metadata.phone_number_id``) is left out as an
+  :class:`Unread` (its kind, for a metric, and where and why, for the log: never text from the body),
+  and the rest of the body is still taken. A change of another field is skipped and counted
+  (``Webhook.skipped``), as is a status whose value this module does not know (only ``sent``,
+  ``delivered``, ``read`` and ``failed`` are events): those are expected, not unreadable.
+* **A message's sender** is ``from`` (digits, a leading ``+`` dropped) when it is there, and its
+  business-scoped user id (``from_user_id``, Meta's BSUID, ``CC.<alphanumerics>``) when it is given: a
+  person who uses a WhatsApp username may come with the BSUID only. A message with neither is unread.
+  A group message carries ``group_id``. Nothing else is required: a missing or unreadable timestamp is
+  ``0`` (the edge dates it), a missing ``type`` is ``unknown``, a type whose object is missing or
+  malformed (Meta's ``"type": "interactive"`` with only ``errors`` when it cannot render what the person
+  sent) keeps its type with an empty text and the message's ``errors``. The message object is kept as
+  Meta sent it (``InboundMessage.raw``).
+* **Events that are not a person's message** (:data:`EVENT_TYPES`): a reaction (``reaction.emoji``; an
+  empty emoji removes one), a deleted (``revoke``) or edited (``edit``) message, a system notice
+  (``system``: a changed number or user id). They never produce a reply (:func:`withholds_reply`, which
+  the dispatcher applies to the application's answer). A reaction with an emoji and an edit reach the
+  application (the emoji, the edited text); a removed reaction, a deletion and a system notice are
+  stored as refused with the reason (:func:`stored_only`), never called back.
 * **The text a message carries** (the callback's ``message``): ``text.body``; an interactive
   ``button_reply``/``list_reply`` → its title; a template quick-reply ``button`` → its text; media
   (image, audio, video, document, sticker) → the caption or ``""``, with the media id and MIME type kept
-  (fetching the media is not this module's business); any other type → ``""``, with the type kept.
+  (fetching the media is not this module's business); a reaction → its emoji; an edit → the edited
+  text; a system notice → its ``body``; any other type → ``""``, with the type kept.
 * Numbers are digits: the business ``display_phone_number`` is normalised (spaces, ``+``, dashes,
   dots and brackets dropped); a sender ``from`` must be digits (a leading ``+`` is dropped).
 """
@@ -29,13 +47,16 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
+from dataclasses import field
 from typing import Any, Final
 
 import orjson
 
 from mogateway.core.immutable import immutable
+from mogateway.core.message import Message
 
 __all__ = [
+    "EVENT_TYPES",
     "HANDSHAKE_MAX_CHALLENGE",
     "MEDIA_TYPES",
     "SIGNATURE_HEADER",
@@ -45,13 +66,16 @@ __all__ = [
     "InboundMessage",
     "StatusKind",
     "StatusUpdate",
+    "Unread",
     "Webhook",
     "WebhookMalformed",
     "WebhookProblem",
     "handshake",
     "parse_webhook",
     "sign_body",
+    "stored_only",
     "verify_signature",
+    "withholds_reply",
 ]
 
 #: The header name as Meta sends it (HTTP header names are case-insensitive).
@@ -105,12 +129,16 @@ class InboundMessage:
     waba_id: str
     business_number: str  # display_phone_number, digits only
     phone_number_id: str
-    sender: str  # the person's wa_id (``from``), digits
+    sender: str  # the person's wa_id (``from``), digits; "" when Meta gave the BSUID only
     wamid: str
-    timestamp: int  # Unix seconds
+    timestamp: int  # Unix seconds; 0 when the webhook gave none that reads
     type: str  # Meta's message type, kept as given (``text``, ``interactive``, ``image``, ``location``...)
     text: str  # what the callback's ``message`` carries (module docstring)
     profile_name: str | None = None  # contacts[].profile.name for this sender, when given
+    #: The message object exactly as Meta sent it (not compared: the fields above are what it means).
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    user_id: str | None = None  # the sender's business-scoped user id (``from_user_id``), when given
+    group_id: str | None = None  # the group a group message was sent in
     context_wamid: str | None = None  # the message this one replies to
     media_id: str | None = None  # for image/audio/video/document/sticker
     mime_type: str | None = None
@@ -128,7 +156,7 @@ class StatusUpdate:
     wamid: str
     status: StatusKind
     timestamp: int
-    recipient: str
+    recipient: str  # ``recipient_id`` (or ``recipient_user_id``); "" when neither is given
     errors: tuple[GraphErrorDetail, ...] = ()
 
 
@@ -143,6 +171,15 @@ class WebhookProblem:
 
 
 @immutable
+class Unread:
+    """A part of a body left out because it could not be read: ``kind`` names what (a metric's label:
+    ``body``, ``change``, ``number``, ``message``, ``status``), ``reason`` says where and why."""
+
+    kind: str
+    reason: str
+
+
+@immutable
 class Webhook:
     """Everything one body carried, in body order within each kind."""
 
@@ -150,6 +187,7 @@ class Webhook:
     statuses: tuple[StatusUpdate, ...] = ()
     problems: tuple[WebhookProblem, ...] = ()
     skipped: int = 0  # changes of other fields, and statuses of unknown values
+    unread: tuple[Unread, ...] = ()  # what could not be read, in body order
 
 
 @immutable
@@ -214,181 +252,264 @@ def _visible_ascii(text: str) -> bool:
 
 # -- body --------------------------------------------------------------------------------------------
 
+#: Message types that are not a person's message to the business (module docstring).
+EVENT_TYPES: Final = frozenset({"reaction", "revoke", "edit", "system"})
+
 
 def parse_webhook(body: bytes) -> Webhook:
-    """Every message, status and whole-change error in ``body``; :class:`WebhookMalformed` otherwise."""
+    """Every message, status and whole-change error in ``body`` that reads, and what did not
+    (:class:`Unread`); :class:`WebhookMalformed` only for bytes that are not JSON."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise WebhookMalformed("the body is not JSON (UTF-8)") from None
-    root = _dict(data, "the body")
-    if root.get("object") != _OBJECT:
-        raise WebhookMalformed(f"object is not {_OBJECT!r}")
-    messages: list[InboundMessage] = []
-    statuses: list[StatusUpdate] = []
-    problems: list[WebhookProblem] = []
-    skipped = 0
-    for e, entry_data in enumerate(_list(root.get("entry"), "entry")):
-        entry = _dict(entry_data, f"entry[{e}]")
-        waba_id = _opt_str(entry.get("id"), f"entry[{e}].id") or ""
-        for c, change_data in enumerate(_list(entry.get("changes"), f"entry[{e}].changes")):
+    out = _Collected()
+    if not isinstance(data, dict) or data.get("object") != _OBJECT:
+        out.unread.append(Unread("body", f"the body is not an object with object={_OBJECT!r}"))
+        return out.webhook()
+    entries = data.get("entry")
+    if not isinstance(entries, list):
+        out.unread.append(Unread("body", "entry is not a list"))
+        return out.webhook()
+    for e, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("changes"), list):
+            out.unread.append(Unread("change", f"entry[{e}] is not an object with a changes list"))
+            continue
+        waba_id = _text(entry.get("id")) or ""
+        for c, change in enumerate(entry["changes"]):
             where = f"entry[{e}].changes[{c}]"
-            change = _dict(change_data, where)
-            if change.get("field") != "messages":
-                skipped += 1
-                continue
-            value = _dict(change.get("value"), f"{where}.value")
-            skipped += _parse_value(value, waba_id, where + ".value", messages, statuses, problems)
-    return Webhook(tuple(messages), tuple(statuses), tuple(problems), skipped)
+            if not isinstance(change, dict):
+                out.unread.append(Unread("change", f"{where} is not an object"))
+            elif change.get("field") != "messages":
+                out.skipped += 1
+            elif not isinstance(change.get("value"), dict):
+                out.unread.append(Unread("change", f"{where}.value is not an object"))
+            else:
+                _parse_value(change["value"], waba_id, where + ".value", out)
+    return out.webhook()
 
 
-def _parse_value(
-    value: dict[str, Any],
-    waba_id: str,
-    where: str,
-    messages: list[InboundMessage],
-    statuses: list[StatusUpdate],
-    problems: list[WebhookProblem],
-) -> int:
-    raw_messages = _opt_list(value.get("messages"), f"{where}.messages")
-    raw_statuses = _opt_list(value.get("statuses"), f"{where}.statuses")
-    raw_errors = _opt_list(value.get("errors"), f"{where}.errors")
+class _Collected:
+    """What :func:`parse_webhook` has read so far."""
+
+    def __init__(self) -> None:
+        self.messages: list[InboundMessage] = []
+        self.statuses: list[StatusUpdate] = []
+        self.problems: list[WebhookProblem] = []
+        self.unread: list[Unread] = []
+        self.skipped = 0
+
+    def webhook(self) -> Webhook:
+        return Webhook(
+            tuple(self.messages), tuple(self.statuses), tuple(self.problems), self.skipped, tuple(self.unread)
+        )
+
+
+def _items(value: dict[str, Any], key: str, where: str, out: _Collected) -> list[Any]:
+    items = value.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        out.unread.append(Unread("change", f"{where}.{key} is not a list"))
+        return []
+    return items
+
+
+def _parse_value(value: dict[str, Any], waba_id: str, where: str, out: _Collected) -> None:
+    raw_messages = _items(value, "messages", where, out)
+    raw_statuses = _items(value, "statuses", where, out)
+    raw_errors = _items(value, "errors", where, out)
     if not (raw_messages or raw_statuses or raw_errors):
-        return 0
-    metadata = _dict(value.get("metadata"), f"{where}.metadata")
-    display = _str(metadata.get("display_phone_number"), f"{where}.metadata.display_phone_number")
-    business = display.translate(_NUMBER_PUNCTUATION)
-    if not _digits(business):
-        raise WebhookMalformed(f"{where}.metadata.display_phone_number is not a phone number")
-    pid = _str(metadata.get("phone_number_id"), f"{where}.metadata.phone_number_id")
-    names = _profile_names(value, where)
+        return
+    metadata = value.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    pid = _text(metadata.get("phone_number_id"))
+    if not pid:
+        n = len(raw_messages) + len(raw_statuses)
+        out.unread.extend(
+            Unread("number", f"{where}.metadata.phone_number_id is missing: {n} items left out")
+            for _ in range(max(n, 1))
+        )
+        return
+    business = (_text(metadata.get("display_phone_number")) or "").translate(_NUMBER_PUNCTUATION)
+    business = business if _digits(business) else ""
+    names = _profile_names(value)
     for m, raw in enumerate(raw_messages):
-        messages.append(
-            _message(
-                _dict(raw, f"{where}.messages[{m}]"), f"{where}.messages[{m}]", waba_id, business, pid, names
-            )
-        )
-    skipped = 0
+        message = _message(raw, f"{where}.messages[{m}]", waba_id, business, pid, names, out)
+        if message is not None:
+            out.messages.append(message)
     for s, raw in enumerate(raw_statuses):
-        status = _status(
-            _dict(raw, f"{where}.statuses[{s}]"), f"{where}.statuses[{s}]", waba_id, business, pid
-        )
-        if status is None:
-            skipped += 1
-        else:
-            statuses.append(status)
+        _status(raw, f"{where}.statuses[{s}]", waba_id, business, pid, out)
     if raw_errors:
-        problems.append(WebhookProblem(waba_id, business, pid, _errors(raw_errors, f"{where}.errors")))
-    return skipped
+        out.problems.append(WebhookProblem(waba_id, business, pid, _errors(raw_errors)))
 
 
-def _profile_names(value: dict[str, Any], where: str) -> dict[str, str]:
+def _profile_names(value: dict[str, Any]) -> dict[str, str]:
+    """Each contact's profile name, by its wa_id and by its business-scoped user id."""
     names: dict[str, str] = {}
-    for i, raw in enumerate(_opt_list(value.get("contacts"), f"{where}.contacts")):
-        contact = _dict(raw, f"{where}.contacts[{i}]")
-        wa_id = _opt_str(contact.get("wa_id"), f"{where}.contacts[{i}].wa_id")
-        profile = contact.get("profile")
-        if wa_id and isinstance(profile, dict):
-            name = _opt_str(profile.get("name"), f"{where}.contacts[{i}].profile.name")
-            if name is not None:
-                names[wa_id] = name
+    contacts = value.get("contacts")
+    for contact in contacts if isinstance(contacts, list) else ():
+        if not isinstance(contact, dict) or not isinstance(contact.get("profile"), dict):
+            continue
+        name = _text(contact["profile"].get("name"))
+        if name is None:
+            continue
+        for key in ("wa_id", "user_id"):
+            who = _text(contact.get(key))
+            if who:
+                names[who] = name
     return names
 
 
 def _message(
-    raw: dict[str, Any], where: str, waba_id: str, business: str, pid: str, names: dict[str, str]
-) -> InboundMessage:
-    sender = _str(raw.get("from"), f"{where}.from").removeprefix("+")
-    if not _digits(sender):
-        raise WebhookMalformed(f"{where}.from is not digits")
-    wamid = _str(raw.get("id"), f"{where}.id")
-    timestamp = _timestamp(raw.get("timestamp"), f"{where}.timestamp")
-    kind = _str(raw.get("type"), f"{where}.type")
+    raw: Any,
+    where: str,
+    waba_id: str,
+    business: str,
+    pid: str,
+    names: dict[str, str],
+    out: _Collected,
+) -> InboundMessage | None:
+    if not isinstance(raw, dict):
+        out.unread.append(Unread("message", f"{where} is not an object"))
+        return None
+    wamid = _text(raw.get("id"))
+    if not wamid:
+        out.unread.append(Unread("message", f"{where}.id is missing"))
+        return None
+    sender = (_text(raw.get("from")) or "").removeprefix("+")
+    sender = sender if _digits(sender) else ""
+    user_id = _text(raw.get("from_user_id")) or None
+    kind = _text(raw.get("type")) or "unknown"
+    if not user_id and kind == "system" and isinstance(raw.get("system"), dict):
+        user_id = _text(raw["system"].get("user_id")) or None  # a changed user id without from_user_id
+    if not sender and not user_id:
+        out.unread.append(Unread("message", f"{where} has neither from (digits) nor from_user_id"))
+        return None
     context = raw.get("context")
-    context_wamid = None
-    if context is not None:
-        context_wamid = _opt_str(_dict(context, f"{where}.context").get("id"), f"{where}.context.id")
-    text, media_id, mime_type, reply_id = _content(raw, kind, where)
-    errors = _errors(_opt_list(raw.get("errors"), f"{where}.errors"), f"{where}.errors")
+    context_wamid = _text(context.get("id")) if isinstance(context, dict) else None
+    text, media_id, mime_type, reply_id = _content(raw, kind)
+    errors = raw.get("errors")
     return InboundMessage(
         waba_id=waba_id,
         business_number=business,
         phone_number_id=pid,
         sender=sender,
         wamid=wamid,
-        timestamp=timestamp,
+        timestamp=_timestamp(raw.get("timestamp")),
         type=kind,
         text=text,
-        profile_name=names.get(sender),
-        context_wamid=context_wamid,
+        profile_name=names.get(sender) or (names.get(user_id) if user_id else None),
+        raw=raw,
+        user_id=user_id,
+        group_id=_text(raw.get("group_id")) or None,
+        context_wamid=context_wamid or None,
         media_id=media_id,
         mime_type=mime_type,
         reply_id=reply_id,
-        errors=errors,
+        errors=_errors(errors) if isinstance(errors, list) else (),
     )
 
 
-def _content(raw: dict[str, Any], kind: str, where: str) -> tuple[str, str | None, str | None, str | None]:
-    """(text, media id, MIME type, reply id) of a message of type ``kind``."""
+def _content(raw: dict[str, Any], kind: str) -> tuple[str, str | None, str | None, str | None]:
+    """(text, media id, MIME type, reply id) of a message of type ``kind``; an object that is missing
+    or not of its documented shape gives what of it reads (an empty text at least)."""
+    obj = raw.get(kind)
+    if not isinstance(obj, dict):
+        return "", None, None, None
     if kind == "text":
-        body = _dict(raw.get("text"), f"{where}.text")
-        return _str(body.get("body"), f"{where}.text.body", empty=True), None, None, None
+        return _text(obj.get("body")) or "", None, None, None
     if kind == "interactive":
-        inter = _dict(raw.get("interactive"), f"{where}.interactive")
-        sub = inter.get("type")
-        if sub in ("button_reply", "list_reply"):
-            reply = _dict(inter.get(sub), f"{where}.interactive.{sub}")
-            title = _str(reply.get("title"), f"{where}.interactive.{sub}.title", empty=True)
-            return title, None, None, _opt_str(reply.get("id"), f"{where}.interactive.{sub}.id")
+        sub = obj.get("type")
+        reply = obj.get(sub) if sub in ("button_reply", "list_reply") else None
+        if isinstance(reply, dict):
+            return _text(reply.get("title")) or "", None, None, _text(reply.get("id"))
         return "", None, None, None
     if kind == "button":
-        button = _dict(raw.get("button"), f"{where}.button")
-        text = _str(button.get("text"), f"{where}.button.text", empty=True)
-        return text, None, None, _opt_str(button.get("payload"), f"{where}.button.payload")
+        return _text(obj.get("text")) or "", None, None, _text(obj.get("payload"))
     if kind in MEDIA_TYPES:
-        media = _dict(raw.get(kind), f"{where}.{kind}")
-        caption = _opt_str(media.get("caption"), f"{where}.{kind}.caption") or ""
-        media_id = _str(media.get("id"), f"{where}.{kind}.id")
-        return caption, media_id, _opt_str(media.get("mime_type"), f"{where}.{kind}.mime_type"), None
+        media_id = _text(obj.get("id")) or None
+        return _text(obj.get("caption")) or "", media_id, _text(obj.get("mime_type")), None
+    if kind == "reaction":
+        return _text(obj.get("emoji")) or "", None, None, None
+    if kind == "system":
+        return _text(obj.get("body")) or "", None, None, None
+    if kind == "edit":
+        edited = obj.get("message")
+        if isinstance(edited, dict):
+            return _content(edited, _text(edited.get("type")) or "text")
     return "", None, None, None
 
 
-def _status(raw: dict[str, Any], where: str, waba_id: str, business: str, pid: str) -> StatusUpdate | None:
-    wamid = _str(raw.get("id"), f"{where}.id")
-    value = _str(raw.get("status"), f"{where}.status")
-    timestamp = _timestamp(raw.get("timestamp"), f"{where}.timestamp")
-    recipient = _str(raw.get("recipient_id"), f"{where}.recipient_id")
-    errors = _errors(_opt_list(raw.get("errors"), f"{where}.errors"), f"{where}.errors")
+def _status(raw: Any, where: str, waba_id: str, business: str, pid: str, out: _Collected) -> None:
+    if not isinstance(raw, dict):
+        out.unread.append(Unread("status", f"{where} is not an object"))
+        return
+    wamid = _text(raw.get("id"))
+    value = _text(raw.get("status"))
+    if not wamid or not value:
+        out.unread.append(Unread("status", f"{where} has no id or no status"))
+        return
     if value not in STATUS_VALUES:
-        return None
-    return StatusUpdate(waba_id, business, pid, wamid, StatusKind(value), timestamp, recipient, errors)
+        out.skipped += 1
+        return
+    recipient = _text(raw.get("recipient_id")) or _text(raw.get("recipient_user_id")) or ""
+    errors = raw.get("errors")
+    out.statuses.append(
+        StatusUpdate(
+            waba_id,
+            business,
+            pid,
+            wamid,
+            StatusKind(value),
+            _timestamp(raw.get("timestamp")),
+            recipient,
+            _errors(errors) if isinstance(errors, list) else (),
+        )
+    )
 
 
-def _errors(raw: list[Any], where: str) -> tuple[GraphErrorDetail, ...]:
+def _errors(raw: list[Any]) -> tuple[GraphErrorDetail, ...]:
+    """The entries of an ``errors`` list that have an integer code (the others say nothing usable)."""
     out = []
-    for i, item in enumerate(raw):
-        error = _dict(item, f"{where}[{i}]")
+    for error in raw:
+        if not isinstance(error, dict):
+            continue
         code = error.get("code")
         if not isinstance(code, int) or isinstance(code, bool):
-            raise WebhookMalformed(f"{where}[{i}].code is not an integer")
+            continue
         data = error.get("error_data")
-        details = ""
-        if data is not None:
-            details = (
-                _opt_str(
-                    _dict(data, f"{where}[{i}].error_data").get("details"), f"{where}[{i}].error_data.details"
-                )
-                or ""
-            )
+        details = _text(data.get("details")) if isinstance(data, dict) else None
         out.append(
             GraphErrorDetail(
                 code=code,
-                title=_opt_str(error.get("title"), f"{where}[{i}].title") or "",
-                message=_opt_str(error.get("message"), f"{where}[{i}].message") or "",
-                details=details,
+                title=_text(error.get("title")) or "",
+                message=_text(error.get("message")) or "",
+                details=details or "",
             )
         )
     return tuple(out)
+
+
+# -- events that are not a person's message ----------------------------------------------------------
+
+
+def stored_only(m: InboundMessage) -> str | None:
+    """Why ``m`` is stored as refused and never called back (a removed reaction, a deletion, a system
+    notice), or None for a message the application is called with."""
+    if m.type not in EVENT_TYPES or (m.type == "reaction" and m.text) or m.type == "edit":
+        return None
+    what = {"reaction": "a removed reaction", "revoke": "a deleted message", "system": "a system notice"}
+    return f"{what[m.type]} is not a person's message: stored, not passed on"
+
+
+def withholds_reply(message: Message) -> bool:
+    """True for a WhatsApp event the application is called with but which is never answered (a
+    reaction, an edit): the dispatcher records its answer and sends nothing."""
+    if message.channel != "whatsapp" or not message.notes:
+        return False
+    first = message.notes[0]
+    return first.startswith("whatsapp ") and first[len("whatsapp ") :] in EVENT_TYPES
 
 
 # -- shape checks ------------------------------------------------------------------------------------
@@ -398,46 +519,19 @@ def _digits(text: str) -> bool:
     return bool(text) and text.isascii() and text.isdigit()
 
 
-def _dict(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise WebhookMalformed(f"{where} is not an object")
-    return value
+def _text(value: Any) -> str | None:
+    """``value`` if it is a string, else None."""
+    return value if isinstance(value, str) else None
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise WebhookMalformed(f"{where} is not a list")
-    return value
-
-
-def _opt_list(value: Any, where: str) -> list[Any]:
-    return [] if value is None else _list(value, where)
-
-
-def _str(value: Any, where: str, *, empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise WebhookMalformed(f"{where} is missing or not a string")
-    if not value and not empty:
-        raise WebhookMalformed(f"{where} is empty")
-    return value
-
-
-def _opt_str(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise WebhookMalformed(f"{where} is not a string")
-    return value
-
-
-def _timestamp(value: Any, where: str) -> int:
-    """Unix seconds: Meta sends a digit string; a JSON integer is taken too."""
+def _timestamp(value: Any) -> int:
+    """Unix seconds: Meta sends a digit string; a JSON integer is taken too. 0 when it does not read."""
     if isinstance(value, int) and not isinstance(value, bool):
         text = str(value)
     elif isinstance(value, str):
         text = value
     else:
-        raise WebhookMalformed(f"{where} is missing or not a number")
+        return 0
     if not _digits(text) or len(text) > _MAX_TIMESTAMP_DIGITS:
-        raise WebhookMalformed(f"{where} is not Unix seconds")
+        return 0
     return int(text)

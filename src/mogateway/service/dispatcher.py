@@ -7,6 +7,10 @@ single lane may take more than nine tenths of it, so one client's hanging callba
 the others even when its own cap is as large as the global one. (Several hanging clients together can
 still fill it: size ``max_inflight`` above the sum of the caps of clients that may hang.)
 
+The answer to a WhatsApp event that is not a person's message (a reaction, an edit:
+``core.whatsapp.withholds_reply``) is recorded as ``blank`` with the text it had (``withheld_reply``)
+and never sent: such events never produce a reply, whatever the application answers.
+
 For every MO the outcome is recorded in the journal (a compare-and-set from ``queued``, as
 ``core.timeline`` says) *before* its reply is handed to the :class:`~mogateway.service.replier.Replier`,
 so an MO whose outcome is already recorded (by this node before a crash, or by another node) is never
@@ -37,6 +41,7 @@ from mogateway.core.ports import CallbackTransport, Clock, MessageStore, QueueEn
 from mogateway.core.signing import signature_headers
 from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
+from mogateway.core.whatsapp import withholds_reply
 from mogateway.service.caller import exchange
 from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
@@ -49,6 +54,8 @@ __all__ = ["Dispatcher"]
 
 log = logging.getLogger(__name__)
 
+#: The outcome detail of an answer withheld from a WhatsApp event (see the module docstring).
+WITHHELD_DETAIL = "a WhatsApp reaction or edit is not a person's message: its answer is never sent"
 #: Outcomes that show the client's application works (the others count as failures in a row).
 _CALLBACK_WORKED = frozenset({OutcomeKind.REPLY, OutcomeKind.BLANK})
 #: A client is logged as failing after this many failed callbacks in a row.
@@ -358,7 +365,14 @@ class Dispatcher:
             if attempt.error:
                 data["error"] = attempt.error
             attempts.append(data)
+        withheld = None
+        if outcome.sends_reply and withholds_reply(item):
+            # A WhatsApp reaction or edit is not a person's message: never answered (core.whatsapp).
+            withheld = outcome.reply
+            outcome = Outcome(OutcomeKind.BLANK, outcome.status, None, WITHHELD_DETAIL)
         reply_text, outcome_data = self._outcome_data(outcome, ex.elapsed_ms, item.channel)
+        if withheld is not None:
+            outcome_data["withheld_reply"] = withheld
         outcome_data.update(routed_at=routed_at, client_id=client.id, client=client.name, attempts=attempts)
         answered_at = self._clock()
         # A reply its channel can take now has its handover intent recorded with the answer (one write).

@@ -243,6 +243,13 @@ class Metrics:
         self.ready = Gauge(
             "mogateway_ready", "1 when this process takes traffic (/readyz), else 0", registry=r
         )
+        self.whatsapp_left_out = Counter(
+            "mogateway_whatsapp_left_out",
+            "Parts of signed WhatsApp webhooks acknowledged but not taken, by reason (body, change, number, "
+            "message, status: could not be read; unknown_number, too_old, too_many)",
+            ["reason"],
+            registry=r,
+        )
         self.retention_deleted = Counter(
             "mogateway_retention_deleted",
             "Finished messages deleted by retention (message_retention_days), with their events",

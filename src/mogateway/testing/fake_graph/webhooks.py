@@ -35,13 +35,19 @@ __all__ = [
     "Delivery",
     "WebhookSender",
     "button_reply",
+    "edit",
     "encode",
     "list_reply",
     "media",
     "merge",
     "quick_reply",
+    "reaction",
+    "revoke",
     "status",
+    "system_user_changed_user_id",
     "text",
+    "unrendered",
+    "username_text",
     "webhook_body",
 ]
 
@@ -83,6 +89,74 @@ def text(
 ) -> dict[str, Any]:
     """A text message from ``sender`` (digits)."""
     return _message(sender, "text", {"body": body}, wamid, timestamp, context)
+
+
+def username_text(
+    user_id: str,
+    body: str,
+    *,
+    sender: str | None = None,
+    group_id: str | None = None,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+) -> dict[str, Any]:
+    """A text from a person Meta names by a business-scoped user id (``from_user_id``, a WhatsApp
+    username user), without ``from`` unless ``sender`` is given; in a group with ``group_id``."""
+    message = _message(sender or "", "text", {"body": body}, wamid, timestamp, None)
+    if sender is None:
+        del message["from"]
+    message["from_user_id"] = user_id
+    if group_id is not None:
+        message["group_id"] = group_id
+    return message
+
+
+def reaction(
+    sender: str, message_id: str, emoji: str, *, wamid: str | None = None, timestamp: int | None = None
+) -> dict[str, Any]:
+    """A reaction to ``message_id``; an empty ``emoji`` removes it."""
+    return _message(sender, "reaction", {"message_id": message_id, "emoji": emoji}, wamid, timestamp, None)
+
+
+def revoke(sender: str, original: str, *, wamid: str | None = None) -> dict[str, Any]:
+    """The person deleted their message ``original``."""
+    return _message(sender, "revoke", {"original_message_id": original}, wamid, None, None)
+
+
+def edit(sender: str, original: str, body: str, *, wamid: str | None = None) -> dict[str, Any]:
+    """The person edited their message ``original`` to ``body``."""
+    content = {"original_message_id": original, "message": {"type": "text", "text": {"body": body}}}
+    return _message(sender, "edit", content, wamid, None, None)
+
+
+def system_user_changed_user_id(
+    old_user_id: str, new_user_id: str, *, wamid: str | None = None
+) -> dict[str, Any]:
+    """A system notice that a person's business-scoped user id changed: no ``from``."""
+    content = {
+        "body": f"User {old_user_id} changed to {new_user_id}",
+        "type": "user_changed_user_id",
+        "user_id": new_user_id,
+    }
+    message = _message("", "system", content, wamid, None, None)
+    del message["from"]
+    message["from_user_id"] = old_user_id
+    return message
+
+
+def unrendered(sender: str, kind: str = "interactive", *, wamid: str | None = None) -> dict[str, Any]:
+    """A message Meta could not render: its ``type`` without its object, and Meta's ``errors``."""
+    message = _message(sender, kind, {}, wamid, None, None)
+    del message[kind]
+    message["errors"] = [
+        {
+            "code": 131000,
+            "title": "Something went wrong",
+            "message": "Something went wrong",
+            "error_data": {"details": "Unsupported webhook payload"},
+        }
+    ]
+    return message
 
 
 def button_reply(
@@ -167,20 +241,22 @@ def media(
 def status(
     wamid: str,
     value: str,
-    recipient: str,
+    recipient: str | None,
     *,
     timestamp: int | None = None,
     error_code: int | None = None,
     error_title: str = "",
     details: str = "",
 ) -> dict[str, Any]:
-    """A status of a message the business sent (``sent``, ``delivered``, ``read``, ``failed``)."""
+    """A status of a message the business sent (``sent``, ``delivered``, ``read``, ``failed``); without
+    ``recipient_id`` when ``recipient`` is None."""
     item: dict[str, Any] = {
         "id": wamid,
         "status": value,
         "timestamp": str(int(time.time()) if timestamp is None else timestamp),
-        "recipient_id": recipient,
     }
+    if recipient is not None:
+        item["recipient_id"] = recipient
     if value in ("sent", "delivered"):
         item["conversation"] = {"id": secrets.token_hex(16), "origin": {"type": "service"}}
         item["pricing"] = {"billable": False, "pricing_model": "CBP", "category": "service"}
@@ -211,11 +287,17 @@ def webhook_body(
         "messaging_product": "whatsapp",
         "metadata": {"display_phone_number": display_phone_number, "phone_number_id": phone_number_id},
     }
-    senders = list(dict.fromkeys(m["from"] for m in messages))
-    if senders:
-        value["contacts"] = [
-            {"profile": {"name": (names or {}).get(s, "Test User")}, "wa_id": s} for s in senders
-        ]
+    senders = list(dict.fromkeys((m.get("from"), m.get("from_user_id")) for m in messages))
+    if messages:
+        contacts = []
+        for wa_id, user_id in senders:
+            contact: dict[str, Any] = {"profile": {"name": (names or {}).get(wa_id or "", "Test User")}}
+            if wa_id:
+                contact["wa_id"] = wa_id
+            if user_id:
+                contact["user_id"] = user_id
+            contacts.append(contact)
+        value["contacts"] = contacts
         value["messages"] = list(messages)
     if statuses:
         value["statuses"] = list(statuses)
