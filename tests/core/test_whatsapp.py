@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from mogateway.core.message import Message
 from mogateway.core.whatsapp import (
+    BodySignature,
     GraphErrorDetail,
     InboundMessage,
     StatusKind,
@@ -21,6 +22,7 @@ from mogateway.core.whatsapp import (
     handshake,
     parse_webhook,
     sign_body,
+    signature_given,
     stored_only,
     verify_signature,
     withholds_reply,
@@ -470,3 +472,17 @@ def test_withholds_reply_reads_the_event_s_type_from_the_message_notes() -> None
     assert not withholds_reply(mo("whatsapp:106", ("whatsapp text",)))
     assert not withholds_reply(mo("whatsapp:106", ()))
     assert not withholds_reply(mo("smpp:1", ("whatsapp reaction",)))
+
+
+def test_the_header_s_form_is_known_before_the_body_and_the_hmac_is_computed_as_it_is_read() -> None:
+    body = "नमस्ते BAL".encode() * 100
+    header = sign_body(body, SECRET)
+    assert signature_given(header) == header[len("sha256=") :]
+    assert signature_given(header.upper().replace("SHA256=", "sha256=")) == header[len("sha256=") :]
+    for bad in (None, "", "sha256=", "sha1=" + "0" * 40, "sha256=" + "g" * 64, "sha256=" + "0" * 63):
+        assert signature_given(bad) is None
+    signature = BodySignature(SECRET)
+    for i in range(0, len(body), 7):  # any chunking gives the same HMAC
+        signature.update(body[i : i + 7])
+    assert signature.matches(header[len("sha256=") :])
+    assert not signature.matches("0" * 64)

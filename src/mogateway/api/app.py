@@ -84,7 +84,11 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     limited = BodyLimit(
         app,
         s.max_body_bytes,
-        {"/v1/inbound/batch": s.max_batch_bytes, whatsapp.WEBHOOK_PATH: s.max_batch_bytes},
+        {
+            "/v1/inbound/batch": s.max_batch_bytes,
+            # Its own, smaller limit (config.whatsapp): a webhook body is held until its HMAC is checked.
+            whatsapp.WEBHOOK_PATH: s.whatsapp.max_webhook_bytes if s.whatsapp else s.max_body_bytes,
+        },
         per_suffix={dlt.IMPORT_SUFFIX: s.max_batch_bytes},  # a DLT portal's export can be large
     )
     return SecurityHeaders(limited)  # nosniff, no framing, a CSP on every answer (api.headers)

@@ -5,9 +5,12 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
 * Without a ``[whatsapp]`` table both methods answer 404: the gateway serves no WhatsApp number.
 * ``GET`` is the subscription handshake: ``hub.mode=subscribe`` with the configured verify token → 200
   and the challenge as the whole body (text/plain); anything else → 403.
-* ``POST`` checks ``X-Hub-Signature-256`` over the raw bytes received, in constant time. Missing or
-  wrong → 401, nothing read further and nothing stored, and one log line per 10 s however many come.
-  The body's size is bounded like every other (``max_batch_bytes``: Meta batches).
+* ``POST`` checks ``X-Hub-Signature-256`` over the raw bytes received, in constant time. A missing or
+  malformed header → 401 before a byte of the body is read; the HMAC is computed while the body is
+  read, and a wrong one → 401, nothing stored; one log line per 10 s however many come. The body is
+  bounded by its own limit, ``[whatsapp] max_webhook_bytes`` (1 MiB; 413 beyond, by content-length
+  before anything is read or while it streams: ``api.limits``), and at most ``max_webhook_items``
+  messages and statuses of one body are taken (the rest are left out, counted as ``too_many``).
 * A signed body that is not JSON (``WebhookMalformed``) → 400, nothing stored. Any signed JSON body is
   answered 200 whatever its shape (a non-2xx makes Meta deliver it again for days): each message and
   status is taken or left on its own (``core.whatsapp``), and what is left out — unreadable parts, a
@@ -39,7 +42,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import orjson
 from fastapi import APIRouter, Request
@@ -50,14 +53,16 @@ from mogateway.api.problems import ApiProblem
 from mogateway.core.message import Arrival, Message, Rejection
 from mogateway.core.whatsapp import (
     SIGNATURE_HEADER,
+    BodySignature,
     InboundMessage,
     StatusUpdate,
     Unread,
+    Webhook,
     WebhookMalformed,
     handshake,
     parse_webhook,
+    signature_given,
     stored_only,
-    verify_signature,
 )
 from mogateway.service.throttle import Throttle
 
@@ -197,6 +202,34 @@ def _left_out(gateway: Any, reason: str, detail: str, *args: Any) -> None:
     _say(f"left-out:{reason}", logging.WARNING, "WhatsApp webhook: left out (%s): " + detail, reason, *args)
 
 
+def _bad_signature(request: Request) -> NoReturn:
+    client = request.client.host if request.client else "?"
+    _say(
+        "signature",
+        logging.WARNING,
+        "WhatsApp webhook refused from %s: missing or wrong signature",
+        client,
+    )
+    raise ApiProblem(401, f"missing or wrong {SIGNATURE_HEADER}", kind="bad-signature")
+
+
+def _capped(gateway: Any, hook: Webhook, most: int) -> Webhook:
+    """``hook`` with at most ``most`` messages and statuses (messages first); the rest counted."""
+    over = len(hook.messages) + len(hook.statuses) - most
+    if over <= 0:
+        return hook
+    gateway.metrics.whatsapp_left_out.labels("too_many").inc(over)
+    _say(
+        "left-out:too_many",
+        logging.WARNING,
+        "WhatsApp webhook: left out (too_many): %d items beyond max_webhook_items=%d",
+        over,
+        most,
+    )
+    messages = hook.messages[:most]
+    return dataclasses.replace(hook, messages=messages, statuses=hook.statuses[: most - len(messages)])
+
+
 def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
     for u in unread:
         _left_out(gateway, u.kind, "%s", u.reason)
@@ -211,22 +244,25 @@ def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
 )
 async def webhook(request: Request) -> Response:
     gateway, wa = _settings(request)
-    body = await request.body()
-    if not verify_signature(body, request.headers.get(SIGNATURE_HEADER), wa.app_secret.get_secret_value()):
-        client = request.client.host if request.client else "?"
-        _say(
-            "signature",
-            logging.WARNING,
-            "WhatsApp webhook refused from %s: missing or wrong signature",
-            client,
-        )
-        raise ApiProblem(401, f"missing or wrong {SIGNATURE_HEADER}", kind="bad-signature")
+    secret = wa.app_secret.get_secret_value()
+    given = signature_given(request.headers.get(SIGNATURE_HEADER))
+    if given is None or not secret:
+        _bad_signature(request)  # before a byte of the body is read
+    signature = BodySignature(secret)
+    chunks: list[bytes] = []
+    async for chunk in request.stream():  # at most max_webhook_bytes (api.limits), else 413
+        signature.update(chunk)
+        chunks.append(chunk)
+    if not signature.matches(given):
+        _bad_signature(request)
+    body = b"".join(chunks)
     try:
         hook = parse_webhook(body)
     except WebhookMalformed as exc:
         _say("malformed", logging.WARNING, "WhatsApp webhook not understood: %s", exc.reason)
         raise ApiProblem(400, f"not a WhatsApp webhook: {exc.reason}", kind="invalid-webhook") from None
     _unread(gateway, hook.unread)
+    hook = _capped(gateway, hook, wa.max_webhook_items)
 
     arrivals: list[Arrival] = []
     now = time.time()

@@ -6,6 +6,9 @@ app_secret = "…"          # signs every webhook (X-Hub-Signature-256)
 verify_token = "…"        # the subscription handshake
 graph_url = "https://graph.facebook.com"   # the default; a fake for tests
 api_version = "v21.0"
+max_webhook_bytes = 1048576   # a webhook body larger than this is refused (413)
+max_webhook_items = 500       # messages and statuses taken from one body; the rest left out, counted
+max_message_age_s = 691200    # a message sent longer ago than this (8 days) is acknowledged, not stored
 
 [[whatsapp.numbers]]
 phone_number_id = "106540352242922"
@@ -85,6 +88,14 @@ class WhatsAppSettings(BaseModel):
     verify_token: SecretStr = Field(description="the token Meta's subscription handshake must present")
     graph_url: str = "https://graph.facebook.com"
     api_version: str = "v21.0"
+    #: Meta documents webhook bodies of up to 3 MB, for fields the gateway does not take (history
+    #: syncs); a messages body is a few KiB (a text is at most 4,096 characters). 1 MiB holds dozens of
+    #: the largest texts and bounds what one connection with a well-formed signature header makes a
+    #: worker hold (docs/whatsapp.md, "Limits").
+    max_webhook_bytes: int = Field(1024 * 1024, ge=16 * 1024, le=3 * 1024 * 1024)
+    max_webhook_items: int = Field(500, ge=1, le=10_000)
+    #: Longer than Meta's retries (up to 7 days): older is a replay, answered 200 and not stored.
+    max_message_age_s: int = Field(8 * 86400, ge=86400)
     numbers: list[WhatsAppNumber] = Field(default_factory=list)
 
     @field_validator("app_secret", "verify_token")

@@ -6,7 +6,9 @@ Rules (the facts are in the reference notes on the Cloud API, §1):
 * **Signature.** ``X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body>`` keyed with
   the app secret. It is checked over the exact bytes received — never over a re-serialised body, which
   differs as soon as the text is not ASCII — and compared in constant time. A missing, malformed or wrong
-  header, or an empty app secret, is refused (``False``); nothing says which.
+  header, or an empty app secret, is refused (``False``); nothing says which. The edge checks the
+  header's form first (:func:`signature_given`: refused before a byte of the body is read) and computes
+  the HMAC while it reads (:class:`BodySignature`).
 * **Handshake.** ``hub.mode=subscribe`` with the configured verify token (compared in constant time) and a
   challenge of visible ASCII → ``200`` with the challenge as the whole body; anything else → ``403``.
 * **Body.** ``{"object": "whatsapp_business_account", "entry": [{"changes": [{"field": "messages",
@@ -56,6 +58,7 @@ from mogateway.core.immutable import immutable
 from mogateway.core.message import Message
 
 __all__ = [
+    "BodySignature",
     "EVENT_TYPES",
     "HANDSHAKE_MAX_CHALLENGE",
     "MEDIA_TYPES",
@@ -73,6 +76,7 @@ __all__ = [
     "handshake",
     "parse_webhook",
     "sign_body",
+    "signature_given",
     "stored_only",
     "verify_signature",
     "withholds_reply",
@@ -212,19 +216,43 @@ def sign_body(body: bytes, app_secret: str | bytes) -> str:
     return _SIGNATURE_PREFIX + digest
 
 
-def verify_signature(body: bytes, header: str | None, app_secret: str | bytes) -> bool:
-    """True when ``header`` is the signature of exactly ``body`` under ``app_secret`` (constant time)."""
-    secret = _secret_bytes(app_secret)
-    if not secret or header is None:
-        return False
+def signature_given(header: str | None) -> str | None:
+    """The lower-case hex digest a well-formed ``X-Hub-Signature-256`` carries, or None for a missing or
+    malformed header (known before a byte of the body is read)."""
+    if header is None:
+        return None
     value = header.strip()
     if value[: len(_SIGNATURE_PREFIX)].lower() != _SIGNATURE_PREFIX:
-        return False
+        return None
     given = value[len(_SIGNATURE_PREFIX) :].lower()
     if len(given) != 64 or not set(given) <= _HEX:
+        return None
+    return given
+
+
+class BodySignature:
+    """The HMAC-SHA256 of a body as it is read, chunk by chunk (nothing of the body is kept here)."""
+
+    def __init__(self, app_secret: str | bytes) -> None:
+        self._mac = hmac.new(_secret_bytes(app_secret), digestmod=hashlib.sha256)
+
+    def update(self, chunk: bytes) -> None:
+        self._mac.update(chunk)
+
+    def matches(self, given: str) -> bool:
+        """True when ``given`` (from :func:`signature_given`) is the digest of the bytes read (constant
+        time)."""
+        return hmac.compare_digest(given.encode("ascii"), self._mac.hexdigest().encode("ascii"))
+
+
+def verify_signature(body: bytes, header: str | None, app_secret: str | bytes) -> bool:
+    """True when ``header`` is the signature of exactly ``body`` under ``app_secret`` (constant time)."""
+    given = signature_given(header)
+    if not _secret_bytes(app_secret) or given is None:
         return False
-    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(given.encode("ascii"), expected.encode("ascii"))
+    signature = BodySignature(app_secret)
+    signature.update(body)
+    return signature.matches(given)
 
 
 # -- handshake ---------------------------------------------------------------------------------------

@@ -1,0 +1,161 @@
+"""The webhook's own bounds, on a real ``mogateway serve`` (default workers) with small limits: a body
+without a well-formed signature header is refused before it is read, a body over ``max_webhook_bytes``
+gets 413, at most ``max_webhook_items`` messages and statuses of a body are taken."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from mogateway.core.whatsapp import sign_body
+from mogateway.testing.fake_graph import FakeGraphServer
+from mogateway.testing.fake_graph import webhooks as wh
+from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
+
+APP_SECRET = "app-secret-for-limits-0123456789"
+PNID = "106540352242922"
+BUSINESS = "919876543210"
+LIMIT = 16 * 1024
+ITEMS = 3
+
+
+class Stack:
+    def __init__(self, serve: ServeProcess, app: CallbackRecorder) -> None:
+        self.serve = serve
+        self.gw = GatewayClient(serve.url)
+        self.app = app
+        self.url = serve.url + "/v1/whatsapp/webhook"
+        self.meta = wh.WebhookSender(self.url, APP_SECRET)
+
+    def left_out(self, reason: str) -> float:
+        total = 0.0
+        for family in text_string_to_metric_families(self.gw.admin("GET", "/metrics").text):
+            for sample in family.samples:
+                if sample.name == "mogateway_whatsapp_left_out_total" and sample.labels["reason"] == reason:
+                    total += sample.value
+        return total
+
+
+def _answer(call: RecordedCall) -> Answer:
+    return Answer.text(f"You said {call.json()['message']}")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("wa-limits")
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        config = workdir / "mogateway.toml"
+        config.write_text(
+            f"""
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "verify-token-for-tests"
+graph_url = "{graph.url}"
+max_webhook_bytes = {LIMIT}
+max_webhook_items = {ITEMS}
+
+[[whatsapp.numbers]]
+phone_number_id = "{PNID}"
+display_phone_number = "{BUSINESS}"
+access_token = "rehearsal-token"
+"""
+        )
+        env = clean_env(
+            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
+            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+            MOGATEWAY_LOG_LEVEL="warning",
+        )
+        serve = start_serve(workdir, env, log_name="serve", args=["--config", str(config)])
+        s = Stack(serve, app)
+        try:
+            resp = s.gw.admin(
+                "POST",
+                "/v1/clients",
+                json={"name": "wa", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
+            )
+            assert resp.status_code == 201, resp.text
+            yield s
+        finally:
+            s.meta.close()
+            s.gw.close()
+            serve.stop()
+
+
+def _held_open(stack: Stack, signature: str | None) -> tuple[float, bytes]:
+    """Send the headers of a body announced as 8 KiB and 10 bytes of it, hold the rest; the time the
+    answer took and its first bytes (b"" when none came within 5 s)."""
+    where = urlsplit(stack.serve.url)
+    headers = [
+        "POST /v1/whatsapp/webhook HTTP/1.1",
+        f"Host: {where.hostname}:{where.port}",
+        "Content-Type: application/json",
+        "Content-Length: 8192",
+    ]
+    if signature is not None:
+        headers.append(f"X-Hub-Signature-256: {signature}")
+    with socket.create_connection((where.hostname, where.port), timeout=5.0) as sock:
+        started = time.monotonic()
+        sock.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + b'{"object":')
+        try:
+            answer = sock.recv(200)
+        except TimeoutError:
+            answer = b""
+        return time.monotonic() - started, answer
+
+
+@pytest.mark.parametrize("signature", [None, "sha256=", "sha1=" + "0" * 40, "sha256=" + "z" * 64])
+def test_a_body_without_a_well_formed_signature_header_is_refused_before_it_is_read(
+    stack: Stack, signature: str | None
+) -> None:
+    took, answer = _held_open(stack, signature)
+    assert answer.startswith(b"HTTP/1.1 401"), answer
+    assert took < 2.0
+
+
+def test_a_well_formed_header_waits_for_the_body_it_signs(stack: Stack) -> None:
+    # The contrast: with a header of the right form, the body is read (and its HMAC computed) first.
+    took, answer = _held_open(stack, "sha256=" + "0" * 64)
+    assert answer == b"" and took >= 4.5
+
+
+def test_a_body_over_the_webhook_limit_is_refused_with_413(stack: Stack) -> None:
+    big = stack.meta.body(wh.text("919812300301", "x" * LIMIT))
+    assert len(big) > LIMIT
+    assert stack.meta.post(big).status == 413  # content-length: refused before the route reads it
+
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(big), 4096):
+            yield big[i : i + 4096]
+
+    streamed = httpx.post(
+        stack.url,
+        content=chunks(),  # no content-length: counted while it streams
+        headers={"X-Hub-Signature-256": sign_body(big, APP_SECRET), "Content-Type": "application/json"},
+    )
+    assert streamed.status_code == 413
+    assert stack.gw.admin("GET", "/v1/messages", params={"msisdn": "919812300301"}).json()["messages"] == []
+    small = stack.meta.send(wh.text("919812300301", "x" * (LIMIT // 2)))
+    assert small.status == 200 and len(json.loads(small.text)["ids"]) == 1
+
+
+def test_at_most_max_webhook_items_of_a_body_are_taken_and_the_rest_counted(stack: Stack) -> None:
+    before = stack.left_out("too_many")
+    senders = [f"9198123004{i:02d}" for i in range(5)]
+    delivery = stack.meta.send(*(wh.text(s, "MANY") for s in senders))
+    assert delivery.status == 200
+    assert len(json.loads(delivery.text)["ids"]) == ITEMS
+    assert stack.left_out("too_many") == before + 2
