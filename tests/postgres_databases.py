@@ -66,6 +66,8 @@ async def truncate_all(url: str) -> None:
     """Empty every journal table (between tests sharing one session database)."""
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        await conn.execute("TRUNCATE messages, message_states, events, reply_refs, clients, settings, stats")
+        await conn.execute(
+            "TRUNCATE messages, message_states, events, reply_refs, clients, settings, stats, whatsapp_seen"
+        )
     finally:
         await conn.close()

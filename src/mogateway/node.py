@@ -262,6 +262,7 @@ class Gateway:
                 days=s.message_retention_days,
                 export_dir=s.retention_export_dir,
                 health=self.journal_health,
+                seen_window_s=s.whatsapp.max_message_age_s if s.whatsapp else 8 * 86400,
             )
             self._tasks.append(asyncio.create_task(self.retention.run_forever(), name="retention"))
         self.dispatcher.start()

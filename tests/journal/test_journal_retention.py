@@ -151,3 +151,50 @@ async def test_one_process_sweeps_at_a_time_on_postgresql(journal: Journal, back
                 await other.close()
     async with journal.sweeping() as again:  # released at the end of the block
         assert again
+
+
+async def test_a_deleted_whatsapp_message_is_remembered_by_id_until_its_window_ends(journal: Journal) -> None:
+    wa = Message(
+        id="wa-1",
+        shortcode="919876543210",
+        msisdn="919812345678",
+        text="BAL",
+        received_at=T0,
+        origin="whatsapp:106",
+        source_id="wamid.A",
+        sender=Sender(91, 9812, 345678, "airtel", "DL"),
+    )
+    wa_later = wa.with_changes(id="wa-2", source_id="wamid.B", received_at=T0 + 2 * DAY)
+    await journal.store([wa, wa_later, message("sms-1", T0)])
+    for mid in ("wa-1", "wa-2", "sms-1"):
+        await replied(journal, mid)
+    assert await journal.seen_whatsapp(["wa-1", "wa-2", "sms-1"]) == set()  # not deleted: not "seen"
+    assert await journal.delete_finished(T0 + 3 * DAY) == 3
+    assert await journal.seen_whatsapp(["wa-1", "wa-2", "sms-1", "other"]) == {"wa-1", "wa-2"}
+    assert await journal.forget_seen_whatsapp(T0 + DAY) == 1  # wa-1 is past its window
+    assert await journal.seen_whatsapp(["wa-1", "wa-2"]) == {"wa-2"}
+
+
+async def test_the_replay_window_survives_a_backup_and_a_restore(tmp_path: Path) -> None:
+    from mogateway.edges.journal_backup import backup, restore
+
+    path = tmp_path / "live.db"
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        wa = message("wa-1", T0).with_changes(origin="whatsapp:106", source_id="wamid.A")
+        await journal.store([wa])
+        await replied(journal, "wa-1")
+        assert await journal.delete_finished(T0 + DAY) == 1
+        copy = tmp_path / "copy.db"
+        backup(str(path), str(copy))
+    finally:
+        await journal.close()
+    restored = tmp_path / "restored.db"
+    restore(str(copy), str(restored))
+    again = SqliteJournal(restored)
+    await again.open()
+    try:
+        assert await again.seen_whatsapp(["wa-1"]) == {"wa-1"}
+    finally:
+        await again.close()

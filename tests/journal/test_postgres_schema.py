@@ -25,7 +25,8 @@ async def test_an_unmigrated_database_is_refused_with_the_command_to_run(unmigra
         await journal.open()
     conn = await asyncpg.connect(url)
     try:
-        assert [m.version for m in await migrations.migrate(conn)] == list(range(1, migrations.LATEST + 1))
+        applied = [m.version for m in await migrations.migrate(conn)]
+        assert applied == [m.version for m in migrations.MIGRATIONS]
         assert await migrations.migrate(conn) == []  # running it again changes nothing
         assert await migrations.applied_version(conn) == migrations.LATEST
         await conn.execute("DELETE FROM schema_migrations WHERE version=$1", migrations.LATEST)

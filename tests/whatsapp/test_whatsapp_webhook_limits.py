@@ -1,6 +1,8 @@
 """The webhook's own bounds, on a real ``mogateway serve`` (default workers) with small limits: a body
 without a well-formed signature header is refused before it is read, a body over ``max_webhook_bytes``
-gets 413, at most ``max_webhook_items`` messages and statuses of a body are taken."""
+gets 413, at most ``max_webhook_items`` messages and statuses of a body are taken; a message is its
+number and wamid (not Meta's timestamp), one older than ``max_message_age_s`` is not stored, and one
+whose row retention deleted is not stored again when its signed body is posted again."""
 
 from __future__ import annotations
 
@@ -52,13 +54,10 @@ def _answer(call: RecordedCall) -> Answer:
     return Answer.text(f"You said {call.json()['message']}")
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("wa-limits")
-    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
-        config = workdir / "mogateway.toml"
-        config.write_text(
-            f"""
+def _serve(workdir: Path, graph: FakeGraphServer, retention_days: int = 30) -> ServeProcess:
+    config = workdir / "mogateway.toml"
+    config.write_text(
+        f"""
 [whatsapp]
 app_secret = "{APP_SECRET}"
 verify_token = "verify-token-for-tests"
@@ -71,28 +70,39 @@ phone_number_id = "{PNID}"
 display_phone_number = "{BUSINESS}"
 access_token = "rehearsal-token"
 """
-        )
-        env = clean_env(
-            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-            MOGATEWAY_LOG_LEVEL="warning",
-        )
-        serve = start_serve(workdir, env, log_name="serve", args=["--config", str(config)])
-        s = Stack(serve, app)
+    )
+    env = clean_env(
+        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
+        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+        MOGATEWAY_LOG_LEVEL="warning",
+        MOGATEWAY_MESSAGE_RETENTION_DAYS=str(retention_days),
+    )
+    return start_serve(workdir, env, log_name="serve", args=["--config", str(config)])
+
+
+def _register(s: Stack) -> None:
+    resp = s.gw.admin(
+        "POST",
+        "/v1/clients",
+        json={"name": "wa", "whatsapp_numbers": [BUSINESS], "callback_url": s.app.url},
+    )
+    assert resp.status_code == 201, resp.text
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("wa-limits")
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        s = Stack(_serve(workdir, graph), app)
         try:
-            resp = s.gw.admin(
-                "POST",
-                "/v1/clients",
-                json={"name": "wa", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
-            )
-            assert resp.status_code == 201, resp.text
+            _register(s)
             yield s
         finally:
             s.meta.close()
             s.gw.close()
-            serve.stop()
+            s.serve.stop()
 
 
 def _held_open(stack: Stack, signature: str | None) -> tuple[float, bytes]:
@@ -159,3 +169,74 @@ def test_at_most_max_webhook_items_of_a_body_are_taken_and_the_rest_counted(stac
     assert delivery.status == 200
     assert len(json.loads(delivery.text)["ids"]) == ITEMS
     assert stack.left_out("too_many") == before + 2
+
+
+# ------------------------------------------------------------------- replays (issue 36.4)
+
+
+def _calls(stack: Stack, mid: str) -> list[RecordedCall]:
+    return [c for c in stack.app.calls if c.headers.get("x-mogateway-message-id") == mid]
+
+
+def test_the_same_wamid_with_another_timestamp_is_one_message_and_one_callback(stack: Stack) -> None:
+    now = int(time.time())
+    wamid = wh.new_wamid()
+    first = stack.meta.send(wh.text("919812300501", "ONCE", wamid=wamid, timestamp=now - 60))
+    again = stack.meta.send(wh.text("919812300501", "ONCE", wamid=wamid, timestamp=now - 30))
+    assert first.status == again.status == 200
+    (mid,) = json.loads(first.text)["ids"]
+    assert json.loads(again.text)["ids"] == [mid] and json.loads(again.text)["duplicates"] == 1
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+    time.sleep(0.3)
+    assert len(_calls(stack, mid)) == 1
+
+
+def test_a_message_older_than_max_message_age_s_is_acknowledged_not_stored_and_counted(stack: Stack) -> None:
+    before = stack.left_out("too_old")
+    now = int(time.time())
+    old = stack.meta.send(wh.text("919812300502", "STALE", timestamp=now - 8 * 86400 - 60))
+    assert old.status == 200 and json.loads(old.text)["ids"] == []
+    assert stack.left_out("too_old") == before + 1
+    assert stack.gw.admin("GET", "/v1/messages", params={"msisdn": "919812300502"}).json()["messages"] == []
+    recent = stack.meta.send(wh.text("919812300502", "LATE BUT FINE", timestamp=now - 7 * 86400))
+    assert recent.status == 200 and len(json.loads(recent.text)["ids"]) == 1
+
+
+def test_a_body_re_posted_after_retention_deleted_its_message_is_not_stored_again(tmp_path: Path) -> None:
+    sender = "919812300503"
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        s = Stack(_serve(tmp_path, graph, retention_days=1), app)
+        try:
+            _register(s)
+            # Sent three days ago (within the 8-day window), so retention of one day deletes it.
+            first = s.meta.send(wh.text(sender, "ONCE", timestamp=int(time.time()) - 3 * 86400))
+            (mid,) = json.loads(first.text)["ids"]
+            s.gw.wait_state(mid, frozenset({"replied"}))
+            assert s.meta.redeliver(first).status == 200  # the row is there: a duplicate
+        finally:
+            s.meta.close()
+            s.gw.close()
+            s.serve.stop()
+        s = Stack(_serve(tmp_path, graph, retention_days=1), app)  # a sweep at start
+        try:
+            deadline = time.monotonic() + 15
+            while s.gw.admin("GET", f"/v1/messages/{mid}").status_code != 404:
+                assert time.monotonic() < deadline, "retention did not delete the message"
+                time.sleep(0.1)
+            again = s.meta.post(first.body, signature=first.signature)
+            assert again.status == 200 and json.loads(again.text)["ids"] == []
+            assert s.left_out("replayed") == 1
+            assert s.gw.admin("GET", "/v1/messages", params={"msisdn": sender}).json()["messages"] == []
+            time.sleep(0.5)
+            assert len(_calls(s, mid)) == 1 and len(graph_sends(graph, sender)) == 1
+        finally:
+            s.meta.close()
+            s.gw.close()
+            s.serve.stop()
+
+
+def graph_sends(graph: FakeGraphServer, to: str) -> list[dict[str, object]]:
+    data: list[dict[str, object]] = httpx.get(graph.url + "/__fake/messages", params={"to": to}).json()[
+        "data"
+    ]
+    return data

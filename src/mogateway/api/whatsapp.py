@@ -29,6 +29,12 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   person's message (``core.whatsapp.stored_only``). A message without a timestamp is dated when it
   arrives. A message for a ``phone_number_id`` not configured here is logged and skipped. Either way the
   webhook is answered 200, or Meta would deliver it again for days.
+* A message's id is derived from its number and wamid only (``whatsapp:<phone_number_id>:<wamid>``),
+  never from Meta's timestamp: the same wamid with another timestamp is the same message. A message
+  sent more than ``[whatsapp] max_message_age_s`` ago (8 days: longer than Meta's retries, 7 days) is
+  answered 200, not stored, counted (``too_old``); one whose row retention deleted within that window
+  (``whatsapp_seen``, kept by ``service.retention``) likewise (``replayed``): a re-posted signed body
+  is never stored and answered twice.
 * If the journal cannot store the batch → 503 and nothing is acknowledged: Meta delivers it again.
 * Statuses of replies (``sent``, ``delivered``, ``read``, ``failed``) are recorded on the message whose
   reply part has that wamid (``ReceiptStore.record_deliveries``, like SMPP receipts), in whatever order
@@ -50,7 +56,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
-from mogateway.core.message import Arrival, Message, Rejection
+from mogateway.core.message import Arrival, Message, Rejection, id_for_source
 from mogateway.core.whatsapp import (
     SIGNATURE_HEADER,
     BodySignature,
@@ -64,6 +70,7 @@ from mogateway.core.whatsapp import (
     signature_given,
     stored_only,
 )
+from mogateway.service.intake import MAX_SOURCE_ID
 from mogateway.service.throttle import Throttle
 
 __all__ = ["WEBHOOK_PATH", "arrival_for", "router"]
@@ -176,7 +183,7 @@ def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
         source_id=m.wamid,
         notes=_notes(m),
     )
-    return Arrival(message, problem=problem, first_seen_ms=m.timestamp * 1000)
+    return Arrival(message, problem=problem)  # its id: the number and the wamid only, never the time
 
 
 def _problem(m: InboundMessage) -> Rejection | None:
@@ -230,6 +237,35 @@ def _capped(gateway: Any, hook: Webhook, most: int) -> Webhook:
     return dataclasses.replace(hook, messages=messages, statuses=hook.statuses[: most - len(messages)])
 
 
+async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
+    """``arrivals`` without the messages retention deleted within the replay window (a re-posted body
+    of them is acknowledged, not stored and answered again)."""
+    if not arrivals or gateway.settings.message_retention_days <= 0:
+        return arrivals  # retention deletes nothing: the journal's own rows make a redelivery one message
+    ids = [
+        id_for_source(f"{a.message.origin}:{(a.message.source_id or '')[:MAX_SOURCE_ID]}") for a in arrivals
+    ]
+    try:
+        seen = await gateway.journal.seen_whatsapp(ids)
+    except Exception as exc:
+        log.error("could not read the WhatsApp replay window: %s: %s", type(exc).__name__, exc)
+        raise ApiProblem(
+            503, "the journal could not be read; nothing was accepted", kind="unavailable"
+        ) from None
+    kept = []
+    for arrival, mid in zip(arrivals, ids, strict=True):
+        if mid in seen:
+            _left_out(
+                gateway,
+                "replayed",
+                "message %s was stored and deleted by retention already",
+                arrival.message.source_id,
+            )
+        else:
+            kept.append(arrival)
+    return kept
+
+
 def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
     for u in unread:
         _left_out(gateway, u.kind, "%s", u.reason)
@@ -279,7 +315,18 @@ async def webhook(request: Request) -> Response:
             continue
         if m.timestamp <= 0:  # none that reads: dated as it arrives
             m = dataclasses.replace(m, timestamp=int(now))
+        elif now - m.timestamp > wa.max_message_age_s:
+            _left_out(
+                gateway,
+                "too_old",
+                "message %s sent %d s ago, more than max_message_age_s=%d: a replay",
+                m.wamid,
+                int(now - m.timestamp),
+                wa.max_message_age_s,
+            )
+            continue
         arrivals.append(arrival_for(m, number.display_phone_number))
+    arrivals = await _not_replayed(gateway, arrivals)
     stored: list[Any] = []
     if arrivals:
         try:

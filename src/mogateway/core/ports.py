@@ -251,6 +251,15 @@ class RetentionStore(Protocol):
         """Delete those of ``message_ids`` that are finished (unknown ids are skipped); how many."""
         ...
 
+    async def seen_whatsapp(self, message_ids: Sequence[str]) -> set[str]:
+        """Those of ``message_ids`` that were WhatsApp messages deleted within the replay window."""
+        ...
+
+    async def forget_seen_whatsapp(self, received_before: float) -> int:
+        """Forget the deleted WhatsApp messages (kept by id for the webhook's replay window) received
+        before ``received_before``; how many."""
+        ...
+
     async def reclaim_space(self, max_pages: int) -> int:
         """Give up to ``max_pages`` of the journal's free pages back to the file system (SQLite's
         incremental vacuum); how many. 0 where the engine does it itself (PostgreSQL)."""

@@ -16,6 +16,10 @@
   complete (``service.retention_export``: temporary file, fsync, rename); then exactly the messages it
   holds are deleted. A sweep that stops between the two (a crash) is finished by the next, which merges
   the file with what is left: re-running never duplicates nor loses a line.
+* WhatsApp replays: a WhatsApp message's id is kept as it is deleted (``whatsapp_seen``) so that the
+  webhook does not store a re-posted body of it again; each sweep forgets those received more than
+  ``seen_window_s`` ago (``[whatsapp] max_message_age_s``: the webhook refuses older messages by their
+  timestamp anyway).
 * Said: one INFO line per sweep that deleted something, the counter
   ``mogateway_retention_deleted_total``; a journal error goes through ``service.journal_health`` (one
   line a minute, by kind), an export error is logged at most once a minute.
@@ -87,6 +91,7 @@ class Retention:
         batch: int = BATCH,
         pause_s: float = PAUSE_S,
         every_s: float = SWEEP_EVERY_S,
+        seen_window_s: float = 8 * DAY_S,
     ) -> None:
         if days < 1:
             raise ValueError("retention needs at least one day (0 keeps everything: no Retention)")
@@ -99,6 +104,7 @@ class Retention:
         self.batch = batch
         self.pause_s = pause_s
         self.every_s = every_s
+        self.seen_window_s = seen_window_s
         self._log = Throttle(_LOG_EVERY_S)
         self._batches = 0
 
@@ -142,6 +148,7 @@ class Retention:
             else:
                 deleted, files = await self._export_and_delete(self.export_dir, cutoff)
             pages = await self._reclaim() if deleted else 0
+            await self.journal.forget_seen_whatsapp(self._clock() - self.seen_window_s)
         if deleted:
             self._metrics.retention_deleted.inc(deleted)
             log.info(

@@ -136,6 +136,11 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("at", "REAL NOT NULL", "double precision NOT NULL"),
         _c("failures", "INTEGER NOT NULL", "integer NOT NULL"),
     ),
+    # WhatsApp messages retention deleted, kept by id for the webhook's replay window (migration 0012).
+    "whatsapp_seen": (
+        _c("id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("received_at", "REAL NOT NULL", "double precision NOT NULL"),
+    ),
 }
 
 #: The columns of a ``messages`` row, as :func:`message_row` orders them (a new row has all of them).

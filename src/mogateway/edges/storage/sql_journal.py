@@ -207,6 +207,16 @@ class SqlJournal(abc.ABC):
             return 0
         return await self._writing(_delete_finished_ids, list(message_ids))
 
+    async def seen_whatsapp(self, message_ids: Sequence[str]) -> set[str]:
+        """Those of ``message_ids`` that retention deleted within the replay window (``whatsapp_seen``)."""
+        if not message_ids:
+            return set()
+        return await self._reading(_seen_whatsapp, list(message_ids))
+
+    async def forget_seen_whatsapp(self, received_before: float) -> int:
+        """Forget the deleted WhatsApp messages received before ``received_before``; how many."""
+        return await self._writing(_forget_seen_whatsapp, received_before)
+
     async def reclaim_space(self, max_pages: int) -> int:
         if self.dialect.reclaim_page is None or max_pages <= 0:
             return 0
@@ -462,11 +472,27 @@ def _delete_finished_ids(d: Dialect, ids: list[str]) -> Program[int]:
 def _delete_the_rest(d: Dialect, ids: list[str]) -> Program[int]:
     """Everything else kept under the ids of messages whose state rows were just deleted."""
     if ids:
-        statements = d.keyed("DELETE FROM events WHERE message_id {keys}", ids)
+        # A WhatsApp message is remembered by id for the webhook's replay window (migration 0012).
+        statements = d.keyed(
+            "INSERT INTO whatsapp_seen (id, received_at) SELECT id, received_at FROM messages "
+            "WHERE id {keys} AND origin LIKE 'whatsapp:%' ON CONFLICT (id) DO NOTHING",
+            ids,
+        )
+        statements += d.keyed("DELETE FROM events WHERE message_id {keys}", ids)
         statements += d.keyed("DELETE FROM reply_refs WHERE message_id {keys}", ids)
         statements += d.keyed("DELETE FROM messages WHERE id {keys}", ids)
         yield statements
     return len(ids)
+
+
+def _seen_whatsapp(d: Dialect, ids: list[str]) -> Program[set[str]]:
+    rows = yield d.keyed("SELECT id FROM whatsapp_seen WHERE id {keys}", ids)
+    return {row[0] for row in rows}
+
+
+def _forget_seen_whatsapp(d: Dialect, before: float) -> Program[int]:
+    gone = yield [(d.sql("DELETE FROM whatsapp_seen WHERE received_at < ? RETURNING id"), [before])]
+    return len(gone)
 
 
 def _reclaim(d: Dialect, max_pages: int) -> Program[int]:
