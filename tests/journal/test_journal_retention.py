@@ -198,3 +198,13 @@ async def test_the_replay_window_survives_a_backup_and_a_restore(tmp_path: Path)
         assert await again.seen_whatsapp(["wa-1"]) == {"wa-1"}
     finally:
         await again.close()
+
+
+async def test_reply_origins_name_the_origin_of_each_known_reply_part(journal: Journal) -> None:
+    wa = message("wa-1", T0).with_changes(origin="whatsapp:106", source_id="wamid.A")
+    await journal.store([wa, message("sms-1", T0)])
+    await replied(journal, "wa-1", "wamid.OUT1", "wamid.OUT2")
+    await replied(journal, "sms-1", "smsc-1")
+    found = await journal.reply_origins(["wamid.OUT2", "smsc-1", "unknown"])
+    assert found == {"wamid.OUT2": "whatsapp:106", "smsc-1": "smpp:airtel"}
+    assert await journal.reply_origins([]) == {}

@@ -56,6 +56,8 @@ app_secret = "{APP_SECRET}"
 verify_token = "{VERIFY_TOKEN}"
 graph_url = "{graph_url}"
 api_version = "v21.0"
+# The golden callbacks pin Meta's timestamp of 2025-11-27 (AT): older than the default replay window.
+max_message_age_s = 3153600000
 
 [[whatsapp.numbers]]
 phone_number_id = "{PNID}"
@@ -528,6 +530,24 @@ def test_a_delivered_status_without_recipient_id_is_recorded_by_its_wamid(stack:
     (sent,) = stack.sends(to=sender)
     delivery = stack.meta.send(statuses=[wh.status(sent["wamid"], "delivered", None)])
     assert delivery.status == 200 and json.loads(delivery.text)["statuses"] == 1
+    assert stack.gw.wait_state(mid, frozenset({"delivered"}))["state"] == "delivered"
+
+
+def test_a_status_moves_only_a_reply_of_the_number_it_came_with(stack: Stack) -> None:
+    sender = "919812300208"
+    (mid,) = stack.deliver(wh.text(sender, "NUMBER A"))
+    stack.gw.wait_state(mid, frozenset({"replied"}))
+    (sent,) = stack.sends(to=sender)
+    before = _metric(stack, "mogateway_whatsapp_left_out_total", reason="other_number")
+    # Number B's webhook names number A's reply: acknowledged, not applied.
+    wrong = stack.meta2.send(statuses=[wh.status(sent["wamid"], "failed", sender, error_code=131026)])
+    assert wrong.status == 200
+    assert _metric(stack, "mogateway_whatsapp_left_out_total", reason="other_number") == before + 1
+    time.sleep(0.5)
+    msg = stack.gw.message(mid)
+    assert msg["state"] == "replied" and not [e for e in msg["timeline"] if e["event"] == "delivery"]
+    right = stack.meta.send(statuses=[wh.status(sent["wamid"], "delivered", sender)])
+    assert right.status == 200
     assert stack.gw.wait_state(mid, frozenset({"delivered"}))["state"] == "delivered"
 
 

@@ -38,7 +38,11 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
 * If the journal cannot store the batch → 503 and nothing is acknowledged: Meta delivers it again.
 * Statuses of replies (``sent``, ``delivered``, ``read``, ``failed``) are recorded on the message whose
   reply part has that wamid (``ReceiptStore.record_deliveries``, like SMPP receipts), in whatever order
-  they come; a status for a wamid not known yet is looked for again a few times, then logged.
+  they come, matched by the wamid alone (``recipient_id`` may be missing); a status for a wamid not
+  known yet is looked for again a few times, then logged. A status is applied only to a reply sent from
+  the ``phone_number_id`` it came with: one whose wamid is a reply of another number (or an SMS part) is
+  acknowledged, not applied, and counted (``other_number``) — every number's webhooks are signed with
+  the same app secret, so a number's webhook must not move another number's message.
 * Numbers with ``mark_read`` have each newly stored message marked read, after the answer.
 """
 
@@ -370,30 +374,55 @@ def _receipt(s: StatusUpdate) -> tuple[str, str, str]:
 
 
 async def _record_statuses(gateway: Any, statuses: tuple[StatusUpdate, ...]) -> None:
-    receipts = [_receipt(s) for s in statuses]
     try:
-        found = await gateway.journal.record_deliveries(receipts)
+        mine = await _of_their_number(gateway, list(statuses))
+        found = await gateway.journal.record_deliveries([_receipt(s) for s in mine])
     except Exception as exc:
-        log.error("could not record %d WhatsApp statuses: %s: %s", len(receipts), type(exc).__name__, exc)
+        log.error("could not record %d WhatsApp statuses: %s: %s", len(statuses), type(exc).__name__, exc)
         raise ApiProblem(503, "the journal could not record the statuses", kind="unavailable") from None
-    unknown = [r for r, f in zip(receipts, found, strict=True) if f is None]
+    unknown = [s for s, f in zip(mine, found, strict=True) if f is None]
     if unknown:
         _spawn(_statuses_later(gateway, unknown))
 
 
-async def _statuses_later(gateway: Any, receipts: list[tuple[str, str, str]]) -> None:
+async def _of_their_number(gateway: Any, statuses: list[StatusUpdate]) -> list[StatusUpdate]:
+    """``statuses`` without those whose wamid is a reply sent from another number than the
+    ``phone_number_id`` they came with (counted as ``other_number``); an unknown wamid is kept."""
+    if not statuses:
+        return statuses
+    origins = await gateway.journal.reply_origins([s.wamid for s in statuses])
+    kept = []
+    for s in statuses:
+        origin = origins.get(s.wamid)
+        if origin is None or origin == f"whatsapp:{s.phone_number_id}":
+            kept.append(s)
+        else:
+            _left_out(
+                gateway,
+                "other_number",
+                "status %s of %s came with phone_number_id %s; that reply went out through %s",
+                s.status.value,
+                s.wamid,
+                s.phone_number_id,
+                origin,
+            )
+    return kept
+
+
+async def _statuses_later(gateway: Any, statuses: list[StatusUpdate]) -> None:
     for delay in STATUS_RETRY_DELAYS_S:
         await asyncio.sleep(delay)
         try:
-            found = await gateway.journal.record_deliveries(receipts)
+            statuses = await _of_their_number(gateway, statuses)
+            found = await gateway.journal.record_deliveries([_receipt(s) for s in statuses])
         except Exception as exc:
             log.error("recording WhatsApp statuses failed: %s", exc)
             return
-        receipts = [r for r, f in zip(receipts, found, strict=True) if f is None]
-        if not receipts:
+        statuses = [s for s, f in zip(statuses, found, strict=True) if f is None]
+        if not statuses:
             return
-    for wamid, status, _ in receipts:
-        log.info("WhatsApp status %s for unknown wamid %s", status, wamid)
+    for s in statuses:
+        log.info("WhatsApp status %s for unknown wamid %s", s.status.value, s.wamid)
 
 
 def _spawn(coro: Any) -> None:

@@ -181,6 +181,11 @@ class ReceiptStore(Protocol):
         whose reply part ``ref`` is, or None for an unknown ref."""
         ...
 
+    async def reply_origins(self, refs: Sequence[str]) -> dict[str, str]:
+        """The origin of the message whose reply part each of ``refs`` is (unknown refs are left out):
+        a WhatsApp status is applied only to a reply of the number it came with."""
+        ...
+
 
 # ------------------------------------------------------------------------------------------ clients
 

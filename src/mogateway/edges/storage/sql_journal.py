@@ -107,6 +107,11 @@ class SqlJournal(abc.ABC):
             return []
         return await self._batch(batches.deliveries, receipts)
 
+    async def reply_origins(self, refs: Sequence[str]) -> dict[str, str]:
+        if not refs:
+            return {}
+        return await self._reading(_reply_origins, list(refs))
+
     async def touch(self, message_ids: Sequence[str]) -> None:
         if message_ids:
             await self._writing(_touch, list(message_ids), time.time())
@@ -483,6 +488,15 @@ def _delete_the_rest(d: Dialect, ids: list[str]) -> Program[int]:
         statements += d.keyed("DELETE FROM messages WHERE id {keys}", ids)
         yield statements
     return len(ids)
+
+
+def _reply_origins(d: Dialect, refs: list[str]) -> Program[dict[str, str]]:
+    rows = yield d.keyed(
+        "SELECT r.ref, m.origin FROM reply_refs AS r JOIN messages AS m ON m.id = r.message_id "
+        "WHERE r.ref {keys}",
+        refs,
+    )
+    return {ref: origin for ref, origin in rows}
 
 
 def _seen_whatsapp(d: Dialect, ids: list[str]) -> Program[set[str]]:
