@@ -46,6 +46,7 @@ from mogateway.core.whatsapp import (
     parse_webhook,
     verify_signature,
 )
+from mogateway.core.whatsapp_member import member_json
 from mogateway.service.throttle import Throttle
 
 __all__ = ["WEBHOOK_PATH", "arrival_for", "router"]
@@ -155,6 +156,7 @@ def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
         origin=f"whatsapp:{m.phone_number_id}",
         source_id=m.wamid,
         notes=_notes(m),
+        whatsapp=member_json(m.raw, m.profile_name),
     )
     return Arrival(message, problem=problem, first_seen_ms=m.timestamp * 1000)
 

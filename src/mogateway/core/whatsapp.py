@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
+from dataclasses import field
 from typing import Any, Final
 
 import orjson
@@ -116,6 +117,7 @@ class InboundMessage:
     mime_type: str | None = None
     reply_id: str | None = None  # interactive reply id or quick-reply button payload
     errors: tuple[GraphErrorDetail, ...] = ()  # for ``unsupported``/``unknown`` messages
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the message object as Meta sent it
 
 
 @immutable
@@ -325,6 +327,7 @@ def _message(
         mime_type=mime_type,
         reply_id=reply_id,
         errors=errors,
+        raw=raw,
     )
 
 
