@@ -351,7 +351,8 @@ def parse_whatsapp(value: Any, path: str = "whatsapp") -> WhatsAppMessage:
     the first member of the wrong type (the SDK raises it as ``InvalidPayload``)."""
     doc = schema()
     parsed = _read(value, doc, path, _ROOT)
-    return _build(WhatsAppMessage, parsed)
+    message: WhatsAppMessage = _build(WhatsAppMessage, parsed)
+    return message
 
 
 def _read(value: Any, node: dict[str, Any], path: str, name: str) -> Any:
