@@ -17,6 +17,7 @@ from mogateway.client.responses import CallbackResponse
 from mogateway.client.router import KeywordRouter
 from mogateway.client.signatures import SignatureError, SignatureFailure, SignatureVerifier, verify_signature
 from mogateway.client.tokens import TokenVerifier, bearer_token
+from mogateway.client.whatsapp import WhatsAppMessage, parse_whatsapp
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -34,7 +35,9 @@ __all__ = [
     "SignatureFailure",
     "SignatureVerifier",
     "TokenVerifier",
+    "WhatsAppMessage",
     "bearer_token",
     "parse_message",
+    "parse_whatsapp",
     "verify_signature",
 ]
