@@ -3,9 +3,10 @@
 Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), verify the bearer token
 (:class:`TokenVerifier`) and the signature of signed callbacks (:func:`verify_signature`,
 :class:`SignatureVerifier`), read a WhatsApp message's ``whatsapp`` member as typed objects
-(:class:`WhatsAppMessage`, ``mogateway.client.whatsapp``), route by keyword (:class:`KeywordRouter`) and
-serve a handler as an endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
-The framework adapters are imported from their own modules so that FastAPI/Flask stay optional.
+(:class:`WhatsAppMessage`, ``mogateway.client.whatsapp``), route by keyword (:class:`KeywordRouter`)
+and serve a handler as an endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and
+``mogateway.client.flask``. The framework adapters are imported from their own modules so that
+FastAPI/Flask stay optional.
 """
 
 from __future__ import annotations
