@@ -108,6 +108,10 @@ def test_messages_show_names_the_channel_and_the_wamid(stack: Stack) -> None:
     shown = run(stack.gw, "messages", "show", stack.whatsapp).stdout
     assert re.search(rf"channel +whatsapp \(origin whatsapp:{PNID}, wamid {re.escape(stack.wamid)}\)", shown)
     assert "whatsapp text" in shown  # the timeline's notes
+    # The callback's member: the type and its details.
+    assert re.search(r"whatsapp +text \{", shown)
+    assert '"text":{"body":"HELLOfromWhatsApp' in re.sub(r"\s+", "", shown)  # however rich wraps it
+    assert "whatsapp" not in run(stack.gw, "messages", "show", stack.sms).stdout
     assert re.search(r"channel +sms *\n", run(stack.gw, "messages", "show", stack.sms).stdout)
 
 

@@ -108,11 +108,18 @@ def test_webhooks_on_either_node_are_one_message_one_callback_one_reply(tmp_path
                     assert (ok.status_code, ok.text) == (200, "4242")
 
                 wamids: dict[str, str] = {}  # wamid -> message id
+                images: dict[str, dict[str, Any]] = {}  # wamid -> the image object Meta sent
                 deliveries: list[tuple[int, wh.Delivery]] = []
                 for n in range(TOTAL):
                     wamid = wh.new_wamid()
                     node = n % 2
-                    delivery = hooks[node].send(wh.text(f"9198120{n:05d}", f"HELLO {n}", wamid=wamid))
+                    sender = f"9198120{n:05d}"
+                    if n % 4 == 3:  # an image: its callback member must cross the journal and the queue
+                        message = wh.media(sender, "image", caption=f"HELLO {n}", wamid=wamid)
+                        images[wamid] = message["image"]
+                    else:
+                        message = wh.text(sender, f"HELLO {n}", wamid=wamid)
+                    delivery = hooks[node].send(message)
                     assert delivery.status == 200, delivery.text
                     (mid,) = json.loads(delivery.text)["ids"]
                     wamids[wamid] = mid
@@ -136,6 +143,18 @@ def test_webhooks_on_either_node_are_one_message_one_callback_one_reply(tmp_path
                 assert set(calls) == set(wamids.values())
                 assert set(calls.values()) == {1}
                 assert {c.json()["channel"] for c in app.calls} == {"whatsapp"}
+                # Each callback carries the member of its own webhook, whichever node made it (the
+                # member rode in PostgreSQL and JetStream as the message's text).
+                by_mid = {mid: wamid for wamid, mid in wamids.items()}
+                for c in app.calls:
+                    member = c.json()["whatsapp"]
+                    wamid = by_mid[c.headers["x-mogateway-message-id"]]
+                    assert member["wamid"] == wamid and member["profile_name"] == "Test User"
+                    if wamid in images:
+                        assert member["type"] == "image" and member["image"] == images[wamid]
+                    else:
+                        assert member["type"] == "text" and member["text"]["body"].startswith("HELLO ")
+                assert len(images) == TOTAL // 4
                 # ...and one reply per message at the Graph API, as a reply to its wamid.
                 sends = _wait(lambda: len(_sends(graph)) >= TOTAL and _sends(graph), "replies")
                 by_context = collections.Counter(s["context_message_id"] for s in sends)

@@ -175,6 +175,14 @@ def _golden(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
+def _seed_and_member(body: bytes) -> tuple[bytes, dict[str, Any]]:
+    """A WhatsApp callback body as the seed's members (with ``channel``) and its ``whatsapp`` member,
+    which comes last (tests/whatsapp/test_whatsapp_member.py pins its bytes)."""
+    seed, marker, member = body.partition(b',"whatsapp":')
+    assert marker, body
+    return seed + b"}", json.loads(member[:-1])
+
+
 def _timeline(stack: Stack, message_id: str) -> list[dict[str, Any]]:
     timeline: list[dict[str, Any]] = stack.gw.message(message_id)["timeline"]
     return timeline
@@ -219,7 +227,15 @@ def test_text_message_reaches_the_client_with_the_pinned_bytes_and_the_reply_rea
     wamid = wh.new_wamid()
     (mid,) = stack.deliver(wh.text("919812345678", "HELLO", wamid=wamid, timestamp=AT))
     (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
-    assert call.body == _golden("whatsapp_text.json")
+    seed, member = _seed_and_member(call.body)
+    assert seed == _golden("whatsapp_text.json")
+    assert member == {
+        "v": 1,
+        "type": "text",
+        "wamid": wamid,
+        "profile_name": "Test User",
+        "text": {"body": "HELLO"},
+    }
     (send,) = stack.wait(
         lambda: (
             stack.sends(to="919812345678")
@@ -270,7 +286,12 @@ def test_statuses_out_of_order_appear_in_the_timeline(stack: Stack) -> None:
 def test_interactive_reply_reaches_the_client_with_the_pinned_bytes(stack: Stack) -> None:
     (mid,) = stack.deliver(wh.button_reply("919812345678", "yes-1", "Yes, book it ✅", timestamp=AT))
     (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
-    assert call.body == _golden("whatsapp_button_reply.json")
+    seed, member = _seed_and_member(call.body)
+    assert seed == _golden("whatsapp_button_reply.json")
+    assert member["interactive"] == {
+        "type": "button_reply",
+        "button_reply": {"id": "yes-1", "title": "Yes, book it ✅"},
+    }
     msg = stack.gw.wait_state(mid, frozenset({"replied"}))
     assert "reply id yes-1" in msg["timeline"][0]["notes"]
 
@@ -280,7 +301,12 @@ def test_media_message_carries_its_type_and_media_id_in_the_timeline(stack: Stac
         wh.media("919812345678", "image", media_id="1003383421387123", timestamp=AT), sender=stack.meta2
     )
     (call,) = stack.wait(lambda: stack.calls_for(mid), "callback")
-    assert call.body == _golden("whatsapp_media_no_caption_s.json")
+    seed, member = _seed_and_member(call.body)
+    assert seed == _golden("whatsapp_media_no_caption_s.json")
+    assert member["type"] == "image" and member["image"]["id"] == "1003383421387123"
+    assert member["image"]["mime_type"] == "image/jpeg" and "caption" not in member["image"]
+    # The admin API's message view shows the same member.
+    assert stack.gw.message(mid)["whatsapp"] == member
     received = _timeline(stack, mid)[0]
     assert received["event"] == "received"
     assert received["notes"] == ["whatsapp image", "media id 1003383421387123 (image/jpeg)"]
@@ -617,6 +643,55 @@ def test_sigkill_right_after_the_200_loses_nothing(tmp_path: Path) -> None:
             assert app.calls and all(c.headers["x-mogateway-message-id"] == mid for c in app.calls)
             sends = [s for s in httpx.get(graph.url + "/__fake/messages").json()["data"] if s["to"] == sender]
             assert len(sends) <= 1 and (msg["state"] == "reply_unknown" or len(sends) == 1)
+        finally:
+            gw.close()
+            second.stop()
+
+
+def test_the_whatsapp_member_survives_a_restart(tmp_path: Path) -> None:
+    """A signed webhook with an image; the gateway is killed right after the 200, before the callback
+    is answered; the node that starts next calls back from the journal with the member unchanged."""
+    sender = "919812300012"
+    image = wh.media(sender, "image", caption="SLOW", media_id="1003383421387999", timestamp=AT)
+    image["context"] = {"forwarded": True}
+    expected = {
+        "v": 1,
+        "type": "image",
+        "wamid": image["id"],
+        "profile_name": "Test User",
+        "context": {"forwarded": True},
+        "image": {
+            "id": "1003383421387999",
+            "mime_type": "image/jpeg",
+            "sha256": image["image"]["sha256"],
+            "caption": "SLOW",
+        },
+    }
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
+        serve = _start(tmp_path, graph, "first")
+        gw = GatewayClient(serve.url)
+        try:
+            _register(gw, app)
+            with wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET) as meta:
+                delivery = meta.send(image)
+            serve.kill()  # the callback takes a second to answer: it is not done
+            assert delivery.status == 200, delivery.text
+            (mid,) = json.loads(delivery.text)["ids"]
+        finally:
+            gw.close()
+            serve.kill()
+        before = len(app.calls)
+        second = _start(tmp_path, graph, "second")
+        gw = GatewayClient(second.url)
+        try:
+            msg = gw.wait_state(mid, FINAL, timeout=30)
+            assert msg["state"] in ("replied", "reply_unknown"), msg["timeline"]
+            assert len(app.calls) > before  # the second gateway called back
+            for call in app.calls:
+                seed, member = _seed_and_member(call.body)
+                assert member == expected
+                assert json.loads(seed)["message"] == "SLOW"
+            assert msg["whatsapp"] == expected
         finally:
             gw.close()
             second.stop()

@@ -75,3 +75,41 @@ async def test_a_whatsapp_message_and_its_statuses(journal: Journal) -> None:
     assert (await journal.get(mid)).state is State.UNDELIVERED  # type: ignore[union-attr]
     statuses = [e.data["status"] for e in await journal.timeline(mid) if e.kind is EventKind.DELIVERY]
     assert statuses == ["sent", "read", "delivered", "failed"]
+
+
+async def test_the_whatsapp_member_is_kept_byte_for_byte_and_an_sms_has_none(journal: Journal) -> None:
+    """Migration 0010: the callback's member is stored with the message (text, not jsonb: its bytes
+    are the callback's), and read back wherever the message is read back."""
+    mid = f"wm{time.time_ns()}"
+    member = (
+        '{"v":1,"type":"location","wamid":"' + WAMID + '","profile_name":"आशा",'
+        '"location":{"latitude":19.076,"longitude":72,"name":"Gateway of India"}}'
+    )
+    wa = Message(
+        id=mid,
+        shortcode="919876543210",
+        msisdn="919812345678",
+        text="",
+        received_at=1_764_216_000.0,
+        origin="whatsapp:106540352242922",
+        source_id=WAMID + mid,
+        sender=Sender(91, 9812, 345678, "vi", ""),
+        whatsapp=member,
+    )
+    sms = Message(
+        id=mid + "s",
+        shortcode="56767",
+        msisdn="919812345678",
+        text="BAL",
+        received_at=1_764_216_000.0,
+        origin="smpp:airtel",
+        sender=Sender(91, 9812, 345678, "airtel", ""),
+    )
+    await journal.store([wa, sms])
+    rec = await journal.get(mid)
+    assert rec is not None and rec.message == wa and rec.message.whatsapp == member
+    rec_sms = await journal.get(sms.id)
+    assert rec_sms is not None and rec_sms.message.whatsapp is None
+    # What a restarted node recovers and dispatches carries it too.
+    unfinished = {r.message.id: r.message for r in await journal.unfinished(1000)}
+    assert unfinished[mid].whatsapp == member

@@ -119,6 +119,28 @@ def test_the_openapi_document_lists_the_channel_filter(traffic: Traffic) -> None
     assert "whatsapp" in params["channel"]["description"]
 
 
+def test_the_openapi_document_describes_the_callback_and_its_whatsapp_member(traffic: Traffic) -> None:
+    """One schema for the SDK and the API: the shipped file's, as components."""
+    from mogateway.client.whatsapp import schema
+
+    spec = traffic.gw.request("GET", "/openapi.json").json()
+    components = spec["components"]["schemas"]
+    shipped = schema()
+    member = components["WhatsAppMember"]
+    assert member["properties"]["image"] == {"$ref": "#/components/schemas/WhatsAppMember_media"}
+    assert member["required"] == shipped["required"] and list(member["properties"]) == list(
+        shipped["properties"]
+    )
+    for name, definition in shipped["$defs"].items():
+        assert json.dumps(components[f"WhatsAppMember_{name}"]).replace(
+            "#/components/schemas/WhatsAppMember_", "#/$defs/"
+        ) == json.dumps(definition)
+    callback = spec["webhooks"]["callback"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert callback == {"$ref": "#/components/schemas/Callback"}
+    assert components["Callback"]["properties"]["whatsapp"] == {"$ref": "#/components/schemas/WhatsAppMember"}
+    assert components["MessageOut"]["properties"]["whatsapp"]["$ref"] == "#/components/schemas/WhatsAppMember"
+
+
 def test_metrics_count_mos_by_channel(traffic: Traffic) -> None:
     text = traffic.gw.admin("GET", "/metrics").text
 

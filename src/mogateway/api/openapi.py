@@ -12,16 +12,24 @@ Rules:
   validation on the hot path), so the models here document and are never used to serialize. They are
   kept true by the schemathesis run, which validates every answer against them.
 * Two bearer-token schemes: ``admin`` (the admin API) and ``ingest`` (operators pushing MOs).
+* The callback the gateway makes is described under ``webhooks`` (``callback``): the seed's body, and a
+  WhatsApp MO's ``whatsapp`` member, whose schema is the one shipped in the package for the SDK too
+  (``core.whatsapp_member``): component ``WhatsAppMember``, its objects ``WhatsAppMember_<name>``. The
+  admin API's message view shows the same member.
 """
 
 from __future__ import annotations
 
+import importlib.resources
+import json
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mogateway.core.timeline import State
+from mogateway.core.whatsapp_member import SCHEMA_FILE
 
 __all__ = ["ADMIN", "INGEST", "Problem", "documented", "install_openapi"]
 
@@ -111,6 +119,15 @@ def install_openapi(app: Any, *, refine: Callable[[dict[str, Any]], None] | None
         schemas["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.pop("HTTPValidationError", None)
         schemas.pop("ValidationError", None)
+        schemas.update(whatsapp_member_schemas())
+        schemas["Callback"] = _CALLBACK
+        doc.setdefault("webhooks", {})["callback"] = _CALLBACK_OPERATION
+        message_out = schemas.get("MessageOut", {}).get("properties", {})
+        if "whatsapp" in message_out:
+            message_out["whatsapp"] = {
+                "description": "a WhatsApp MO's callback member (one message only)",
+                "$ref": f"{_COMPONENTS}WhatsAppMember",
+            }
         for path_item in doc.get("paths", {}).values():
             for operation in path_item.values():
                 answers = operation.get("responses", {})
@@ -123,6 +140,68 @@ def install_openapi(app: Any, *, refine: Callable[[dict[str, Any]], None] | None
         return doc
 
     app.openapi = openapi
+
+
+# ------------------------------------------------------------------------------------ the callback
+
+_COMPONENTS = "#/components/schemas/"
+
+
+@cache
+def whatsapp_member_schemas() -> dict[str, Any]:
+    """The shipped JSON Schema of the callback's ``whatsapp`` member as OpenAPI components:
+    ``WhatsAppMember`` and one ``WhatsAppMember_<name>`` per object of its ``$defs``."""
+    text = (importlib.resources.files("mogateway") / "data" / SCHEMA_FILE).read_text("utf-8")
+    member: dict[str, Any] = json.loads(text.replace('"#/$defs/', f'"{_COMPONENTS}WhatsAppMember_'))
+    defs = member.pop("$defs")
+    member.pop("$schema", None)
+    member.pop("$id", None)
+    return {"WhatsAppMember": member, **{f"WhatsAppMember_{name}": d for name, d in defs.items()}}
+
+
+_NUMBER = {"type": "integer", "minimum": 0}
+_CALLBACK: dict[str, Any] = {
+    "title": "Callback",
+    "description": "The body the gateway POSTs to a client application's callback URL (docs/contract.md): "
+    "compact JSON, members in this order. `channel` and `whatsapp` only for a WhatsApp MO.",
+    "type": "object",
+    "required": ["shortcode", "msisdn", "message", "sender", "tsiso", "tsunix"],
+    "properties": {
+        "shortcode": _NUMBER,
+        "msisdn": _NUMBER,
+        "message": {"type": "string"},
+        "sender": {
+            "type": "object",
+            "required": ["cc", "ndc", "sn", "operator", "circle"],
+            "properties": {
+                "cc": _NUMBER,
+                "ndc": _NUMBER,
+                "sn": _NUMBER,
+                "operator": {"type": "string"},
+                "circle": {"type": "string"},
+            },
+        },
+        "tsiso": {"type": "string", "description": "yyyy-mm-ddThh:mm:ss.mmmZ"},
+        "tsunix": _NUMBER,
+        "channel": {"type": "string", "enum": ["whatsapp"]},
+        "whatsapp": {"$ref": f"{_COMPONENTS}WhatsAppMember"},
+    },
+}
+_CALLBACK_OPERATION: dict[str, Any] = {
+    "post": {
+        "summary": "The callback to a client application (the gateway calls it, Bearer the client's token)",
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"{_COMPONENTS}Callback"}}},
+        },
+        "responses": {
+            "200": {
+                "description": "The reply: a text/plain body (blank: no reply).",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+    }
+}
 
 
 # ------------------------------------------------------------------------------------ the answers
@@ -162,6 +241,7 @@ class MessageOut(BaseModel):
     reply: str | None
     timeline: list[TimelineEntry] | None = None
     rejection: dict[str, str] | None = None
+    whatsapp: dict[str, Any] | None = None
 
 
 class MessagePage(BaseModel):

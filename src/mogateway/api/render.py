@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from mogateway.core.isotime import iso
 from mogateway.core.ports import MessageRecord
 from mogateway.core.timeline import Event, EventKind
@@ -42,7 +44,8 @@ def timeline_json(events: list[Event]) -> list[dict[str, Any]]:
 
 
 def message_json(record: MessageRecord, events: list[Event] | None = None) -> dict[str, Any]:
-    """A message as the admin API shows it; with ``events``, its whole timeline too."""
+    """A message as the admin API shows it; with ``events``, its whole timeline too, and a WhatsApp MO's
+    callback member (``whatsapp``, core.whatsapp_member) as the callback sends it."""
     m = record.message
     s = m.sender
     out: dict[str, Any] = {
@@ -67,4 +70,6 @@ def message_json(record: MessageRecord, events: list[Event] | None = None) -> di
         out["timeline"] = timeline_json(events)
         if m.rejection is not None:
             out["rejection"] = {"field": m.rejection.field, "reason": m.rejection.reason}
+        if m.whatsapp is not None:
+            out["whatsapp"] = orjson.loads(m.whatsapp)
     return out

@@ -74,6 +74,7 @@ from mogateway.core.whatsapp import (
     signature_given,
     stored_only,
 )
+from mogateway.core.whatsapp_member import member_json
 from mogateway.service.intake import MAX_SOURCE_ID
 from mogateway.service.throttle import Throttle
 
@@ -186,6 +187,7 @@ def arrival_for(m: InboundMessage, business_number: str) -> Arrival:
         origin=f"whatsapp:{m.phone_number_id}",
         source_id=m.wamid,
         notes=_notes(m),
+        whatsapp=member_json(m.raw, m.profile_name),
     )
     return Arrival(message, problem=problem)  # its id: the number and the wamid only, never the time
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +41,9 @@ def render_message(m: dict[str, Any]) -> None:
     else:
         head.add_row("channel", channel)
     head.add_row("message", repr(m["message"]))
+    if m.get("whatsapp"):  # the callback's member: the type and its details (docs/contract.md)
+        member = m["whatsapp"]
+        head.add_row("whatsapp", escape(f"{member.get('type')} {json.dumps(member, ensure_ascii=False)}"))
     if m.get("sender"):
         s = m["sender"]
         head.add_row(

@@ -2,9 +2,11 @@
 
 Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), verify the bearer token
 (:class:`TokenVerifier`) and the signature of signed callbacks (:func:`verify_signature`,
-:class:`SignatureVerifier`), route by keyword (:class:`KeywordRouter`) and serve a handler as an
-endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
-The framework adapters are imported from their own modules so that FastAPI/Flask stay optional.
+:class:`SignatureVerifier`), read a WhatsApp message's ``whatsapp`` member as typed objects
+(:class:`WhatsAppMessage`, ``mogateway.client.whatsapp``), route by keyword (:class:`KeywordRouter`)
+and serve a handler as an endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and
+``mogateway.client.flask``. The framework adapters are imported from their own modules so that
+FastAPI/Flask stay optional.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mogateway.client.responses import CallbackResponse
 from mogateway.client.router import KeywordRouter
 from mogateway.client.signatures import SignatureError, SignatureFailure, SignatureVerifier, verify_signature
 from mogateway.client.tokens import TokenVerifier, bearer_token
+from mogateway.client.whatsapp import WhatsAppMessage, parse_whatsapp
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -34,7 +37,9 @@ __all__ = [
     "SignatureFailure",
     "SignatureVerifier",
     "TokenVerifier",
+    "WhatsAppMessage",
     "bearer_token",
     "parse_message",
+    "parse_whatsapp",
     "verify_signature",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from mogateway.client.whatsapp import WhatsAppMessage, parse_whatsapp
 from mogateway.core import contract
 from mogateway.core.contract import TsunixUnit
 from mogateway.core.message import Message, Sender
@@ -38,11 +39,15 @@ class InboundMessage:
     datetime taken from ``tsiso``. ``message_id`` is the gateway's id for this MO (header
     ``x-mogateway-message-id``), the same on every retry, so an application can deduplicate; it is ""
     when the request carried none.
+
+    ``whatsapp`` is the body's ``whatsapp`` member as typed objects (``message.whatsapp.image.id``,
+    ``mogateway.client.whatsapp``), None for an SMS.
     """
 
     mo: Message
     tsunix: int
     tsunix_unit: TsunixUnit
+    whatsapp: WhatsAppMessage | None = None
 
     @property
     def shortcode(self) -> str:
@@ -106,14 +111,17 @@ class InboundMessage:
     @classmethod
     def from_mo(cls, mo: Message, *, tsunix_unit: TsunixUnit = "ms") -> InboundMessage:
         """Wrap a message the application already holds (e.g. in the gateway's own tests)."""
-        return cls(mo, contract.tsunix(datetime.fromtimestamp(mo.received_at, UTC), tsunix_unit), tsunix_unit)
+        sent = contract.tsunix(datetime.fromtimestamp(mo.received_at, UTC), tsunix_unit)
+        return cls(mo, sent, tsunix_unit, _typed(None if mo.whatsapp is None else orjson.loads(mo.whatsapp)))
 
 
-def _sent_tsunix(body: bytes | str) -> int:
-    # The message does not keep the number as sent; the body was just validated, so reading it again
-    # cannot fail.
-    data: dict[str, Any] = orjson.loads(body)
-    return int(data["tsunix"])
+def _typed(member: Any) -> WhatsAppMessage | None:
+    if member is None:
+        return None
+    try:
+        return parse_whatsapp(member)
+    except contract.PayloadError as exc:
+        raise InvalidPayload.from_payload_error(exc) from None
 
 
 def _unit_of(sent: int, time: datetime) -> TsunixUnit:
@@ -128,5 +136,9 @@ def parse_message(body: bytes | str, *, message_id: str = "") -> InboundMessage:
         mo = contract.parse_callback_body(body, message_id=message_id)
     except contract.PayloadError as exc:
         raise InvalidPayload.from_payload_error(exc) from None
-    sent = _sent_tsunix(body)
-    return InboundMessage(mo, sent, _unit_of(sent, datetime.fromtimestamp(mo.received_at, UTC)))
+    # The message does not keep the number as sent nor the member as objects; the body was just
+    # validated, so reading it again cannot fail.
+    data: dict[str, Any] = orjson.loads(body)
+    sent = int(data["tsunix"])
+    unit = _unit_of(sent, datetime.fromtimestamp(mo.received_at, UTC))
+    return InboundMessage(mo, sent, unit, _typed(data.get("whatsapp")))

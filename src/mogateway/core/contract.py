@@ -12,8 +12,10 @@ Rules stated here, before the code:
   ``ndc``, ``sn`` and ``tsunix`` are JSON numbers; ``sn`` therefore loses leading zeros (``012345`` is sent
   as ``12345``) and a reader restores them by padding to 6 digits.
 * A WhatsApp MO (``Message.channel``) has one member more, after ``tsunix``: ``"channel": "whatsapp"``;
-  its ``shortcode`` is the business number's digits. An SMS body has no ``channel`` (byte-identical to
-  the seed's).
+  its ``shortcode`` is the business number's digits, and after ``channel`` comes the ``whatsapp`` member
+  (``core.whatsapp_member``: the message typed, version 1), spliced in as the exact text the message
+  carries (``Message.whatsapp``; absent for a WhatsApp MO stored without one). An SMS body has no
+  ``channel`` and no ``whatsapp`` (byte-identical to the seed's).
 * ``tsiso`` is ``yyyy-mm-ddThh:mm:ss.mmmZ`` in UTC; ``tsunix`` is milliseconds unless the client asked
   for seconds. Both are taken from the same instant, truncated to the millisecond.
 * An answer is a reply only when the status is 200, the content type is ``text/plain`` (any charset) or
@@ -132,9 +134,15 @@ def callback_body(message: Message, unit: TsunixUnit = "ms") -> bytes:
         "tsiso": format_tsiso(moment),
         "tsunix": tsunix(moment, unit),
     }
-    if message.channel != "sms":
-        body["channel"] = message.channel
-    return orjson.dumps(body)
+    if message.channel == "sms":
+        return orjson.dumps(body)
+    body["channel"] = message.channel
+    data = orjson.dumps(body)
+    member = message.whatsapp
+    if member is None:
+        return data
+    # The member is already compact JSON (core.whatsapp_member): it goes in as it is, after "channel".
+    return b"".join((data[:-1], b',"whatsapp":', member.encode("utf-8"), b"}"))
 
 
 def callback_headers(token: str, message_id: str, version: str) -> dict[str, str]:
@@ -228,6 +236,12 @@ def parse_callback_body(body: bytes | str, *, message_id: str = "") -> Message:
     channel = data.get("channel", "sms")
     if channel not in ("sms", "whatsapp"):
         raise PayloadError("channel", "must be sms or whatsapp")
+    member = data.get("whatsapp")
+    if member is not None:
+        if channel != "whatsapp":
+            raise PayloadError("whatsapp", "is only sent with channel whatsapp")
+        if not isinstance(member, dict):
+            raise PayloadError("whatsapp", "must be an object")
 
     return Message(
         id=message_id,
@@ -238,6 +252,7 @@ def parse_callback_body(body: bytes | str, *, message_id: str = "") -> Message:
         # A WhatsApp MO's channel is read from its origin (core.message).
         origin="callback" if channel == "sms" else "whatsapp:callback",
         sender=sender,
+        whatsapp=None if member is None else orjson.dumps(member).decode("utf-8"),
     )
 
 

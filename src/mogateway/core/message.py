@@ -26,6 +26,11 @@ Rules:
   ``whatsapp:<phone_number_id>`` (its ``source_id`` is then the inbound wamid and its ``shortcode`` the
   business number's digits, :data:`BUSINESS_NUMBER_RULE`), ``sms`` for every other origin. It is read
   from the origin, so the journal, the work queue and the worker IPC carry it without a field of their own.
+* ``whatsapp`` is a WhatsApp MO's callback member (``core.whatsapp_member``) as its exact compact JSON
+  text: built once from the webhook, stored with the message and carried as that text by the journal,
+  the work queue and the worker IPC, so the callback's bytes are the same after a restart and on every
+  node. It is None for an SMS (which therefore costs nothing more), and for a WhatsApp MO stored before
+  the journal had it (its callback then has no member).
 * Messages are values: immutable (``core.immutable``), compared by their fields.
 """
 
@@ -145,6 +150,7 @@ class Message:
     sender: Sender | None = None
     rejection: Rejection | None = None
     notes: tuple[str, ...] = ()
+    whatsapp: str | None = None
 
     @property
     def channel(self) -> str:
@@ -170,7 +176,7 @@ class Message:
         """The message as a list of plain values (see :meth:`from_array`)."""
         s = self.sender
         r = self.rejection
-        return [
+        values: list[Any] = [
             self.id,
             self.shortcode,
             self.msisdn,
@@ -182,11 +188,18 @@ class Message:
             None if r is None else [r.field, r.reason],
             list(self.notes),
         ]
+        if self.whatsapp is not None:  # an SMS's array stays as it was: ten values
+            values.append(self.whatsapp)
+        return values
 
     @classmethod
     def from_array(cls, values: Sequence[Any]) -> Message:
-        """The message :meth:`to_array` made."""
-        (mid, shortcode, msisdn, text, received_at, origin, source_id, s, r, notes) = values
+        """The message :meth:`to_array` made: 10 values, or 11 with ``whatsapp``."""
+        whatsapp = None
+        if len(values) == 10:
+            (mid, shortcode, msisdn, text, received_at, origin, source_id, s, r, notes) = values
+        else:
+            (mid, shortcode, msisdn, text, received_at, origin, source_id, s, r, notes, whatsapp) = values
         return cls(
             mid,
             shortcode,
@@ -198,6 +211,7 @@ class Message:
             None if s is None else Sender(*s),
             None if r is None else Rejection(*r),
             tuple(notes),
+            whatsapp,
         )
 
     def to_json(self) -> bytes:

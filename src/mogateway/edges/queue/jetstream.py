@@ -332,9 +332,10 @@ class JetStreamQueue:
 
 def _read_item(data: bytes) -> Message:
     """A work item: a message as ``Message.to_json`` writes it, or as mogateway 0.1 published it (an
-    11-member array), so that items in the stream during a rolling upgrade are not lost."""
+    11-member array whose tenth is the circle, a string, where a message's 11 values have its notes, a
+    list), so that items in the stream during a rolling upgrade are not lost."""
     fields = orjson.loads(data)
-    if isinstance(fields, list) and len(fields) == 11:
+    if isinstance(fields, list) and len(fields) == 11 and not isinstance(fields[9], list):
         mid, origin, shortcode, msisdn, text, cc, ndc, sn, operator, circle, received_at = fields
         return Message(
             mid, shortcode, msisdn, text, received_at, origin, sender=Sender(cc, ndc, sn, operator, circle)

@@ -83,6 +83,9 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("notes", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
         _c("rejection_field", "TEXT", "text"),
         _c("rejection_reason", "TEXT", "text"),
+        # A WhatsApp MO's callback member, the exact JSON text (Message.whatsapp; NULL for an SMS). Text,
+        # not jsonb, in PostgreSQL too: jsonb reorders keys, and the callback's bytes must not change.
+        _c("whatsapp", "TEXT", "text"),
     ),
     # Where it is: one row per message, the only one a change rewrites.
     "message_states": (
@@ -154,7 +157,7 @@ MESSAGES_FROM: Final = "messages AS m JOIN message_states AS s ON s.id = m.id"
 MESSAGE_COLUMNS: Final = (
     "m.id, m.origin, m.source_id, m.shortcode, m.msisdn, m.message, m.received_at, m.stored_at, "
     "s.updated_at, s.state, m.cc, m.ndc, m.sn, m.operator, m.circle, s.client_id, s.reply_text, "
-    "m.notes, m.rejection_field, m.rejection_reason, s.owner"
+    "m.notes, m.rejection_field, m.rejection_reason, s.owner, m.whatsapp"
 )
 
 #: ``state IN (...)`` of the unfinished messages, spelled identically in queries and partial indexes
@@ -185,6 +188,7 @@ def message_row(message: Message, now: float) -> tuple[Any, ...]:
         orjson.dumps(list(message.notes)).decode() if message.notes else "",
         None if r is None else r.field,
         None if r is None else r.reason,
+        message.whatsapp,
     )
 
 
@@ -224,6 +228,7 @@ def record_from_row(row: Sequence[Any]) -> MessageRecord:
         rejection_field,
         rejection_reason,
         owner,
+        whatsapp,
     ) = row
     message = Message(
         id=mid,
@@ -236,6 +241,7 @@ def record_from_row(row: Sequence[Any]) -> MessageRecord:
         sender=None if cc is None else Sender(cc, ndc, sn, operator, circle),
         rejection=None if rejection_field is None else Rejection(rejection_field, rejection_reason or ""),
         notes=tuple(orjson.loads(notes)) if notes else (),
+        whatsapp=whatsapp,
     )
     return MessageRecord(message, State(state), stored_at, updated_at, client_id, reply_text, owner)
 
