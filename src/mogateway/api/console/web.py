@@ -59,7 +59,9 @@ class ConsoleState:
     def __init__(self, app: Any, gateway: GatewayView) -> None:
         self.gateway = gateway
         store = gateway.journal.console_sessions()
-        self.sessions = SessionStore(store, gateway.settings.console_session_minutes * 60)
+        self.sessions = SessionStore(
+            store, gateway.settings.console_session_minutes * 60, lambda: gateway.admin_token
+        )
         self.throttle = SignInThrottle(store)
         # httpx logs each request's URL at INFO, query string and all (numbers searched for): the
         # gateway's logging keeps httpx to warnings (mogateway.logs).
