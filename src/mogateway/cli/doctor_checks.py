@@ -13,13 +13,14 @@ import os
 import re
 import resource
 import sqlite3
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import httpx
 import orjson
 
 from mogateway import compiled
+from mogateway.cli.doctor_files import check_file_modes
 from mogateway.cli.doctor_findings import TIMEOUT_S, Finding
 from mogateway.cli.doctor_journal import check_clock, check_journal
 from mogateway.config import Settings
@@ -303,7 +304,9 @@ async def _one(finding: Awaitable[Finding]) -> list[Finding]:
     return [await finding]
 
 
-async def run_checks(settings: Settings, url: str, token: str | None) -> list[Finding]:
+async def run_checks(
+    settings: Settings, url: str, token: str | None, backups: Sequence[str] = ()
+) -> list[Finding]:
     conn: Any = None
     try:
         findings, conn = await check_journal(settings)
@@ -332,6 +335,7 @@ async def run_checks(settings: Settings, url: str, token: str | None) -> list[Fi
             )
         findings += await _guarded("binds", check_binds(settings, states, url))
         findings.append(check_open_files(settings, sqlite_path(settings.database)))
+        findings.append(check_file_modes(settings, backups))
         findings.append(check_compiled())
         findings += await _guarded("callbacks", check_callbacks(settings, conn))
     finally:

@@ -3,7 +3,8 @@
 :func:`backup` uses SQLite's online backup API in a single step: the copy is read inside one read
 transaction, so it is the journal as it was at one instant (every MO acknowledged before the backup
 began is in it), and in WAL mode the gateway's writers go on meanwhile. The copy is written beside its
-destination, switched out of WAL mode so that it is one self-contained file, checked with
+destination (created 0600 whatever the umask: it holds the generated tokens, numbers and texts),
+switched out of WAL mode so that it is one self-contained file, checked with
 ``PRAGMA integrity_check``, flushed to disk, and only then renamed into place.
 
 :func:`restore` checks a copy the same way, then — holding the journal's lock exclusively
@@ -23,6 +24,7 @@ from pathlib import Path
 from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, open_by
 from mogateway.edges.storage.migrations import LATEST as SCHEMA_VERSION
 from mogateway.edges.storage.migrations import sqlite_file_version
+from mogateway.service.private_files import create_private_file, make_private_directories, open_private
 
 __all__ = ["BackupError", "CopySummary", "backup", "inspect", "restore"]
 
@@ -89,9 +91,12 @@ def backup(journal: str, destination: str, *, overwrite: bool = False) -> CopySu
         raise BackupError(f"{destination} already exists (pass --force to replace it)")
     partial = f"{destination}.partial"
     _remove(partial)
+    make_private_directories(os.path.dirname(os.path.abspath(destination)))
+    create_private_file(partial)  # 0600 whatever the umask: it holds tokens, numbers and texts
     try:
         source = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=30)
     except sqlite3.Error as exc:
+        _remove(partial)
         raise BackupError(f"cannot open the journal {journal}: {exc}") from None
     try:
         target = sqlite3.connect(partial)
@@ -162,7 +167,7 @@ def restore(copy: str, journal: str) -> tuple[CopySummary, str | None]:
 
 
 def _copy_file(source: str, destination: str) -> None:
-    with open(source, "rb") as src, open(destination, "wb") as dst:
+    with open(source, "rb") as src, os.fdopen(open_private(destination), "wb") as dst:
         while chunk := src.read(1 << 20):
             dst.write(chunk)
         dst.flush()
