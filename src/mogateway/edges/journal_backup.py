@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, open_by
+from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, hold_path, open_by
+from mogateway.edges.journal_schema import schema_difference
 from mogateway.edges.storage.migrations import LATEST as SCHEMA_VERSION
 from mogateway.edges.storage.migrations import sqlite_file_version
 from mogateway.service.private_files import create_private_file, make_private_directories, open_private
@@ -45,9 +46,10 @@ class CopySummary:
     seconds: float = 0.0
 
 
-def inspect(path: str) -> CopySummary:
+def inspect(path: str, *, exact_schema: bool = False) -> CopySummary:
     """Check a journal file (``PRAGMA integrity_check``) and count what it holds; BackupError if it is
-    damaged or not a mogateway journal."""
+    damaged or not a mogateway journal, or (``exact_schema``) if its schema is not exactly the one its
+    version has (``edges.journal_schema``): a table, index, trigger or view more, less or changed."""
     if not os.path.isfile(path):
         raise BackupError(f"{path} does not exist")
     try:
@@ -62,6 +64,10 @@ def inspect(path: str) -> CopySummary:
         if found is None:
             raise BackupError(f"{path} is not a mogateway journal (no schema version)")
         version = found
+        if exact_schema and version <= SCHEMA_VERSION:
+            differs = schema_difference(conn, version)
+            if differs is not None:
+                raise BackupError(f"{path} is refused: its schema is not a mogateway journal's ({differs})")
         messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
         from mogateway.edges.storage.schema import UNFINISHED_SQL
 
@@ -85,11 +91,12 @@ def backup(journal: str, destination: str, *, overwrite: bool = False) -> CopySu
     started = time.monotonic()
     if not os.path.isfile(journal):
         raise BackupError(f"the journal {journal} does not exist")
-    if os.path.abspath(journal) == os.path.abspath(destination):
-        raise BackupError("the backup must go to another file than the journal")
+    partial = f"{destination}.partial"
+    for live, what in _live_files(journal):
+        if _same_file(destination, live) or _same_file(partial, live):
+            raise BackupError(f"{destination} is {what}: the backup must go to a file of its own")
     if os.path.exists(destination) and not overwrite:
         raise BackupError(f"{destination} already exists (pass --force to replace it)")
-    partial = f"{destination}.partial"
     _remove(partial)
     make_private_directories(os.path.dirname(os.path.abspath(destination)))
     create_private_file(partial)  # 0600 whatever the umask: it holds tokens, numbers and texts
@@ -137,9 +144,9 @@ def restore(copy: str, journal: str) -> tuple[CopySummary, str | None]:
 
     Raises :class:`HeldElsewhere` while a gateway (or any other process) has the journal, and
     BackupError when the copy is not a good journal."""
-    if os.path.abspath(copy) == os.path.abspath(journal):
+    if _same_file(copy, journal):
         raise BackupError("the copy to restore is the journal itself")
-    summary = inspect(copy)
+    summary = inspect(copy, exact_schema=True)
     hold = JournalHold(journal)
     hold.take(exclusive=True)
     try:
@@ -164,6 +171,29 @@ def restore(copy: str, journal: str) -> tuple[CopySummary, str | None]:
         journal, summary.messages, summary.unfinished, summary.schema_version, summary.size_bytes
     )
     return placed, kept
+
+
+def _live_files(journal: str) -> list[tuple[str, str]]:
+    """The files of a live journal, each with what it is: a backup written over any of them loses
+    acknowledged MOs."""
+    return [
+        (journal, f"the journal {journal}"),
+        (f"{journal}-wal", f"the journal's write-ahead log ({journal}-wal)"),
+        (f"{journal}-shm", f"the journal's shared memory ({journal}-shm)"),
+        (f"{journal}-journal", f"the journal's rollback journal ({journal}-journal)"),
+        (hold_path(journal), f"the journal's lock file ({hold_path(journal)})"),
+    ]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same path once symbolic links are resolved (real paths), or
+    the same file on disk (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False  # either does not exist
 
 
 def _copy_file(source: str, destination: str) -> None:
