@@ -5,7 +5,7 @@ Rules (every page module keeps them by going through these helpers):
 
 * Every page but sign-in needs a session; without one a page redirects to sign-in and a live stream
   answers 401.
-* An id in a console URL must have an id's shape (``api.ids``): anything else (``.``, ``..``) is the
+* An id in a console URL must have an id's shape (``core.ids``): anything else (``.``, ``..``) is the
   not-found page, before any handler runs (:class:`ConsoleRoute`), and :func:`path` never lets an id
   become a dot segment of an API path.
 * Every POST needs the session's CSRF token and, when the browser names the site it came from, this
@@ -32,7 +32,7 @@ from starlette.responses import RedirectResponse, Response
 
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
-from mogateway.api.ids import not_an_id, what_id
+from mogateway.core.ids import not_an_id, what_id
 from mogateway.gateway_view import GatewayView
 from mogateway.service.stats import StatsService
 
@@ -207,7 +207,7 @@ _PAGE_OF_ID = {"client_id": "clients", "message_id": "messages"}
 
 
 class ConsoleRoute(APIRoute):
-    """A console route whose ``*_id`` path parameters are ids (``api.ids``): otherwise sign-in without a
+    """A console route whose ``*_id`` path parameters are ids (``core.ids``): otherwise sign-in without a
     session, the not-found page with one, and the handler never runs."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
