@@ -125,7 +125,8 @@ async def session_of(request: Request) -> Session | None:
 
 def path(template: str, *ids: str) -> str:
     """``template`` (``"/v1/clients/{}/token"``) with ids taken from a console URL, each quoted whole: an
-    id ``x?y=1`` stays one path segment (``x%3Fy%3D1``), never a query or another path."""
+    id ``x?y=1`` stays one path segment (``x%3Fy%3D1``), never a query or another path, and a dot is
+    sent as ``%2E``, so ``.`` or ``..`` never becomes a dot segment that names another path."""
     return template.format(*(quote(value, safe="").replace(".", "%2E") for value in ids))
 
 
