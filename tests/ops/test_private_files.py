@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,6 +107,10 @@ def test_doctor_names_journal_backup_and_export_files_others_may_read(tmp_path: 
         "MOGATEWAY_PORT": str(free_port()),  # no gateway there
     }
     gateway = start_serve(tmp_path, env, preexec_fn=_umask_022)
+    deadline = time.monotonic() + 30
+    while not exports.exists():  # retention's first sweep makes it, soon after the start
+        assert time.monotonic() < deadline, "retention made no export directory"
+        time.sleep(0.05)
     assert gateway.stop() == 0
     made = run("backup", str(backups / "copy.db"), "--database", str(journal), cwd=tmp_path, env=env)
     assert made.returncode == 0, made.stderr
