@@ -25,11 +25,13 @@ goes the other way, letting callbacks and reply handovers in flight finish for a
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from prometheus_client import generate_latest
@@ -68,6 +70,7 @@ __all__ = [
     "Cluster",
     "Gateway",
     "WorkerSeat",
+    "graph_url_in_clear",
     "load_tokens",
     "node_name",
     "open_journal",
@@ -203,6 +206,7 @@ class Gateway:
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             self.replies.register("whatsapp", self.whatsapp)
             self._warn_secrets_in_clear()
+            self._warn_graph_url_in_clear()
         self.replier = Replier(
             self.journal,
             self.replies,
@@ -317,6 +321,21 @@ class Gateway:
                 "`mogateway secrets seal --context <setting>` (docs/configuration.md)",
                 ", ".join(clear),
                 "it" if len(clear) == 1 else "them",
+            )
+
+    def _warn_graph_url_in_clear(self) -> None:
+        """Once per gateway (the first worker says it): a ``graph_url`` of ``http://`` to a host that is
+        not loopback sends every reply's text and the number's access token in clear. Loopback (a fake
+        Graph API for rehearsals and tests, ``127.0.0.0/8``, ``::1``, ``localhost``) is not warned of."""
+        wa = self.settings.whatsapp
+        if wa is None or (self.seat is not None and self.seat.index > 0):
+            return
+        if graph_url_in_clear(wa.graph_url):
+            log.warning(
+                "whatsapp.graph_url %s is http:// to a host that is not loopback: every WhatsApp reply's "
+                "text and its number's access token cross the network in clear; use https:// "
+                "(the default, https://graph.facebook.com)",
+                wa.graph_url,
             )
 
     def _default_reply_channel(self) -> ReplyChannel:
@@ -434,3 +453,17 @@ class Gateway:
             "waiting": self.dispatcher.waiting() if self.dispatcher else 0,
             "replies_waiting": self.replier.waiting() if self.replier else 0,
         }
+
+
+def graph_url_in_clear(url: str) -> bool:
+    """Whether ``url`` is ``http://`` to a host that is not loopback."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http":
+        return False
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a name: it may resolve anywhere

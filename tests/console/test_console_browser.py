@@ -46,7 +46,7 @@ def test_sign_in_refuses_a_wrong_token_and_the_session_is_a_strict_httponly_cook
     assert time.time() < cookie["expires"] <= time.time() + 8 * 3600 + 60  # expires, after 8 h by default
     assert page.evaluate("document.cookie") == ""  # scripts cannot read it
 
-    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Sign out", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
     page.goto(gw.url + "/console/clients")
     expect(page).to_have_url(re.compile(r"/console/login"))

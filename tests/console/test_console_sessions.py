@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from mogateway.api.console import sessions as console_sessions
-from mogateway.api.console.sessions import SessionStore, SignInThrottle, same_secret, session_key
+from mogateway.api.console.sessions import SessionStore, SignInThrottle, same_secret, session_key, token_tag
 from mogateway.core.ports import Journal
 from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sqlite import SqliteJournal
@@ -26,6 +26,7 @@ def pg_url() -> Iterator[str]:
 
 
 Raw = Callable[[], Awaitable[str]]
+ADMIN = "admin-token-of-these-tests-0123456789"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -74,8 +75,8 @@ async def test_a_session_made_through_one_journal_is_honoured_by_another_and_end
     two_journals: tuple[Journal, Journal, Raw],
 ) -> None:
     first, second, raw_rows = two_journals
-    here = SessionStore(first.console_sessions(), 60)
-    there = SessionStore(second.console_sessions(), 60)
+    here = SessionStore(first.console_sessions(), 60, lambda: ADMIN)
+    there = SessionStore(second.console_sessions(), 60, lambda: ADMIN)
     session = await here.create()
     seen = await there.get(session.id)
     assert seen is not None and seen.csrf == session.csrf and seen.expires_at == session.expires_at
@@ -86,6 +87,7 @@ async def test_a_session_made_through_one_journal_is_honoured_by_another_and_end
     assert session.id not in raw and session.csrf not in raw  # only a hash of the id is kept...
     assert session_key(session.id) in raw
     assert "the-new-token" not in raw and "Client added" not in raw  # ...and the flash sealed
+    assert ADMIN not in raw and token_tag(session.id, ADMIN) in raw  # a keyed hash of the admin token
     shown = await there.get(session.id)
     assert shown is not None
     assert [f["token"] for f in await there.take_flashes(shown)] == ["the-new-token-0123456789"]
@@ -102,7 +104,7 @@ async def test_sessions_expire_and_are_deleted_and_the_table_is_bounded(
 ) -> None:
     first, _, raw_rows = two_journals
     now = [1000.0]
-    store = SessionStore(first.console_sessions(), 60, clock=lambda: now[0])
+    store = SessionStore(first.console_sessions(), 60, lambda: ADMIN, clock=lambda: now[0])
     old = await store.create()
     now[0] += 61
     assert await store.get(old.id) is None  # expired
@@ -133,3 +135,21 @@ async def test_failed_sign_ins_count_over_every_journal_and_age_out(
     now[0] = 10.5
     assert await here.wait_s("a") == 0  # the two at 0.0 aged out
     assert same_secret("x" * 20, "x" * 20) and not same_secret("x", "x" * 20)
+
+
+async def test_a_session_opened_with_another_admin_token_is_refused_and_deleted_everywhere(
+    two_journals: tuple[Journal, Journal, Raw],
+) -> None:
+    first, second, raw_rows = two_journals
+    before = SessionStore(first.console_sessions(), 60, lambda: ADMIN)
+    after = SessionStore(second.console_sessions(), 60, lambda: ADMIN + "-rotated")
+    session, other = await before.create(), await before.create()
+    assert await after.get(session.id) is None  # the admin token changed: refused...
+    assert session_key(session.id) not in await raw_rows()  # ...and deleted
+    assert await before.get(session.id) is None
+    assert await before.get(other.id) is not None  # the others wait for their own request
+
+    third = await before.create()
+    assert await before.end_all() == 2  # sign out everywhere
+    assert await before.get(other.id) is None and await before.get(third.id) is None
+    assert await raw_rows() == "[]"

@@ -7,16 +7,28 @@ runs it); a missing tool fails these tests, it never skips them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, clean_env, free_port, mogateway_command, start_serve
+from gateway_harness import (
+    ADMIN_TOKEN,
+    INGEST_TOKEN,
+    GatewayClient,
+    clean_env,
+    free_port,
+    mogateway_command,
+    start_serve,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -146,3 +158,123 @@ def test_every_metric_of_the_rules_and_dashboard_is_exposed(tmp_path: Path) -> N
     assert {"mogateway_journal_free_bytes", "mogateway_journal_write_errors_total", "mogateway_ready"} <= used
     missing = used - exposed
     assert not missing, f"used but not in /metrics: {sorted(missing)}"
+
+
+# ------------------------------------------------------------------------------------ hardening
+
+#: What `systemd-analyze security` must find hardened in the unit (issue 36): name -> its line's start.
+HARDENED = (
+    "PrivateUsers=",
+    "ProcSubset=",
+    "UMask=",
+    "SystemCallFilter=~@privileged",
+    "SystemCallFilter=~@resources",
+)
+
+
+def security(unit_text: str, directory: Path) -> tuple[dict[str, bool], float]:
+    """``systemd-analyze security --offline=true`` of the unit: each check's name -> passed, and the
+    overall exposure level (0 safest, 10 worst)."""
+    installed = str(Path(mogateway_command()[0]))
+    unit = directory / "mogateway.service"
+    unit.write_text(unit_text.replace("/opt/mogateway/venv/bin/mogateway", installed))
+    result = subprocess.run(
+        [tool("systemd-analyze"), "security", "--offline=true", "--no-pager", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    checks = {}
+    for line in result.stdout.splitlines():
+        mark, _, rest = line.partition(" ")
+        if mark in ("✓", "✗") and rest.split():
+            checks[rest.split()[0]] = mark == "✓"
+    level = re.search(r"Overall exposure level for \S+: ([0-9.]+)", result.stdout)
+    assert level, result.stdout + result.stderr
+    return checks, float(level[1])
+
+
+def test_systemd_analyze_security_finds_the_unit_hardened(tmp_path: Path) -> None:
+    checks, level = security(UNIT.read_text(), tmp_path)
+    for name in HARDENED:
+        assert checks.get(name) is True, (name, {k: v for k, v in checks.items() if not v})
+    assert level <= 1.3, level  # 1.7 before PrivateUsers, ProcSubset, UMask and the narrower filter
+    unit = directives(UNIT.read_text())
+    assert unit["UMask"] == "0077" and unit["StateDirectoryMode"] == "0700"
+    # An export directory outside /var/lib needs ReadWritePaths=: the unit and the docs say so.
+    assert "#   ReadWritePaths=" in UNIT.read_text()
+    assert "ReadWritePaths=" in OPERATIONS.read_text()
+
+    # The same checks fail for a unit without them: this test sees the difference.
+    weaker = re.sub(r"^(PrivateUsers|ProcSubset)=.*$\n", "", UNIT.read_text(), flags=re.M)
+    weaker = weaker.replace("SystemCallFilter=~@privileged @resources\n", "").replace(
+        "UMask=0077", "UMask=0027"
+    )
+    loose, loose_level = security(weaker, tmp_path)
+    assert not any(loose[name] for name in HARDENED) and loose_level > level
+
+
+def test_the_gateway_serves_confined_as_the_unit_confines_it(tmp_path: Path) -> None:
+    """PrivateUsers=, ProcSubset=pid and SystemCallFilter=~@privileged @resources, done by hand
+    (``confined.py``): the gateway starts its workers, takes an MO, calls back, replies and stops."""
+    from confined import confined_command
+
+    from mogateway.testing.recorder import Answer, CallbackRecorder
+
+    groups = directives(UNIT.read_text())["SystemCallFilter"].removeprefix("~").split()
+    assert groups == ["@privileged", "@resources"]
+    probe = (
+        "import os\n"
+        "calls = (('setuid', lambda: os.setuid(0)), ('setpriority', lambda: os.setpriority(0, 0, 5)))\n"
+        "for name, call in calls:\n"
+        "    try:\n        call()\n    except PermissionError:\n        print(name, 'refused')\n"
+        "print('meminfo', os.path.exists('/proc/meminfo'), 'self', os.path.exists('/proc/self/status'))\n"
+    )
+    confined = subprocess.run(
+        confined_command(groups, [sys.executable, "-c", probe]), capture_output=True, text=True, timeout=60
+    )
+    assert confined.returncode == 0, confined.stderr
+    assert confined.stdout.split("\n")[:3] == [
+        "setuid refused",
+        "setpriority refused",
+        "meminfo False self True",
+    ]
+
+    port = free_port()
+    env = clean_env(
+        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+        MOGATEWAY_LOG_LEVEL="warning",
+    )
+    serve = [*mogateway_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2"]
+    log = tmp_path / "serve.stderr"
+    with CallbackRecorder.in_thread(Answer.text("Thanks")) as app, log.open("wb") as err:
+        process = subprocess.Popen(
+            confined_command(groups, serve), cwd=tmp_path, env=env, stderr=err, start_new_session=True
+        )
+        gateway = GatewayClient(f"http://127.0.0.1:{port}")
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert process.poll() is None, log.read_text()
+                try:
+                    if httpx.get(gateway.url + "/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+            gateway.add_client(shortcodes=["56767"], callback_url=app.url)
+            done = gateway.wait_state(gateway.push("56767", "VOTE 7")["id"], timeout=20)
+            assert done["state"] == "replied", done
+        finally:
+            gateway.close()
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(30)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert "Traceback" not in text and "Operation not permitted" not in text, text

@@ -144,3 +144,27 @@ def test_sizes_are_written_in_the_unit_that_fits() -> None:
         "76.4 GiB",
         "2.5 TiB",
     ]
+
+
+def test_doctor_hides_passwords_in_url_query_strings_and_user_info(tmp_path: Path) -> None:
+    reply = "http://127.0.0.1:9/send?user=acme&password=replyPw7&api_key=replyKey8&to={to}"
+    with throwaway_database("mogw_doctor") as url:
+        # trust authentication takes any password: those in the URL show that they are hidden
+        database = url.replace("postgres@", "postgres:userPw5@") + "?password=queryPw6&sslmode=disable"
+        env = clean_env(
+            MOGATEWAY_DATABASE=database,
+            MOGATEWAY_REPLY_HTTP_URL=reply,
+            MOGATEWAY_PORT=str(free_port()),  # no gateway there
+        )
+        as_json = doctor(tmp_path, env, "--json")
+        as_text = doctor(tmp_path, env)
+    for result in (as_json, as_text):
+        assert "Traceback" not in result.stderr
+        for secret in ("userPw5", "queryPw6", "replyPw7", "replyKey8"):
+            assert secret not in result.stdout + result.stderr, (secret, result.stdout)
+    shown = json.loads(as_json.stdout)["settings"]
+    assert shown["reply_http_url"] == "http://127.0.0.1:9/send?user=acme&password=***&api_key=***&to={to}"
+    assert shown["database"].startswith("postgresql://postgres:***@127.0.0.1:5432/")
+    assert shown["database"].endswith("?password=***&sslmode=disable")
+    assert "reply_http_url = http://127.0.0.1:9/send?user=acme&password=***" in as_text.stdout
+    assert by_check(json.loads(as_json.stdout))["journal"]["status"] == "ok"  # the URL still worked

@@ -65,7 +65,7 @@ def _sealed(key: str = KEY) -> tuple[str, str, str]:
     return (
         seal_value(k, APP_SECRET, "whatsapp.app_secret"),
         seal_value(k, VERIFY_TOKEN, "whatsapp.verify_token"),
-        seal_value(k, ACCESS_TOKEN, "whatsapp.access_token"),
+        seal_value(k, ACCESS_TOKEN, "whatsapp.access_token", bound_to=PNID),
     )
 
 
@@ -80,20 +80,22 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_sealed_value_opens_under_its_key_and_context_only() -> None:
     key, other = parse_key(KEY), parse_key(OTHER_KEY)
-    sealed = seal_value(key, ACCESS_TOKEN, "whatsapp.access_token")
+    sealed = seal_value(key, ACCESS_TOKEN, "whatsapp.access_token", bound_to=PNID)
     assert sealed.startswith("sealed:v1:") and ACCESS_TOKEN not in sealed
-    assert sealed != seal_value(key, ACCESS_TOKEN, "whatsapp.access_token")  # a fresh nonce each time
-    assert open_value(sealed, "whatsapp.access_token", [other, key], setting="s") == ACCESS_TOKEN
+    assert sealed != seal_value(key, ACCESS_TOKEN, "whatsapp.access_token", bound_to=PNID)  # fresh nonce
+    assert (
+        open_value(sealed, "whatsapp.access_token", [other, key], setting="s", bound_to=PNID) == ACCESS_TOKEN
+    )
 
     with pytest.raises(SealedValueError, match="sealed for another setting") as wrong_context:
         open_value(sealed, "whatsapp.app_secret", [key], setting="whatsapp.app_secret")
     with pytest.raises(SealedValueError, match="not under secret_key or old_secret_key") as wrong_key:
-        open_value(sealed, "whatsapp.access_token", [other], setting="whatsapp.access_token")
+        open_value(sealed, "whatsapp.access_token", [other], setting="whatsapp.access_token", bound_to=PNID)
     with pytest.raises(SealedValueError, match=r"secret_key \(MOGATEWAY_SECRET_KEY\) is not set"):
-        open_value(sealed, "whatsapp.access_token", [], setting="whatsapp.access_token")
+        open_value(sealed, "whatsapp.access_token", [], setting="whatsapp.access_token", bound_to=PNID)
     altered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
     with pytest.raises(SealedValueError, match="altered"):
-        open_value(altered, "whatsapp.access_token", [key], setting="whatsapp.access_token")
+        open_value(altered, "whatsapp.access_token", [key], setting="whatsapp.access_token", bound_to=PNID)
     for exc in (wrong_context.value, wrong_key.value):
         assert ACCESS_TOKEN not in str(exc) and "\n" not in str(exc)
 
@@ -140,6 +142,50 @@ def test_a_sealed_app_secret_pasted_as_the_verify_token_stops_the_settings(
     assert "--context whatsapp.verify_token" in message
 
 
+OTHER_PNID = "106540352242999"
+
+
+def test_a_sealed_access_token_opens_for_its_own_number_only(tmp_path: Path, no_env: None) -> None:
+    key = parse_key(KEY)
+    theirs = seal_value(key, "token-of-the-other-number", "whatsapp.access_token", bound_to=OTHER_PNID)
+    config = _config(tmp_path / "m.toml", APP_SECRET, VERIFY_TOKEN, theirs)  # pasted into PNID's entry
+    with pytest.raises(ConfigError) as refused:
+        load_settings(config, secret_key=KEY)
+    message = str(refused.value)
+    assert message.startswith(f"whatsapp.numbers access_token of {PNID}")
+    assert "sealed for another setting or another phone_number_id" in message
+    assert f"--context whatsapp.access_token --number {PNID}" in message
+    assert "token-of-the-other-number" not in message
+
+    wa = load_settings(_config(tmp_path / "n.toml", *_sealed(KEY)), secret_key=KEY).whatsapp
+    assert wa is not None and wa.numbers[0].access_token.get_secret_value() == ACCESS_TOKEN
+
+
+def test_an_access_token_sealed_before_the_binding_is_refused_and_secrets_seal_binds_it(
+    tmp_path: Path, no_env: None
+) -> None:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from mogateway.config.sealed import b64, key_id
+
+    key = parse_key(KEY)
+    nonce = os.urandom(12)  # as mogateway sealed access tokens before: the context alone
+    body = AESGCM(key).encrypt(nonce, ACCESS_TOKEN.encode(), b"mogateway setting\x00whatsapp.access_token")
+    unbound = f"sealed:v1:{key_id(key)}:{b64(nonce + body)}"
+    config = _config(tmp_path / "m.toml", APP_SECRET, VERIFY_TOKEN, unbound)
+    with pytest.raises(ConfigError) as refused:
+        load_settings(config, secret_key=KEY)
+    assert "was sealed without its phone_number_id" in str(refused.value)
+    assert f"mogateway secrets seal --context whatsapp.access_token --number {PNID}" in str(refused.value)
+
+    seal = ("secrets", "seal", "--context", "whatsapp.access_token", "--number", PNID)
+    bound = _cli(clean_env(MOGATEWAY_SECRET_KEY=KEY), *seal, stdin=unbound)
+    assert bound.returncode == 0, bound.stderr
+    config = _config(tmp_path / "m.toml", APP_SECRET, VERIFY_TOKEN, bound.stdout.strip())
+    wa = load_settings(config, secret_key=KEY).whatsapp
+    assert wa is not None and wa.numbers[0].access_token.get_secret_value() == ACCESS_TOKEN
+
+
 # ------------------------------------------------------------------------------------ the CLI
 
 
@@ -151,27 +197,43 @@ def _cli(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Complet
 
 def test_secrets_seal_reads_standard_input_and_seals_for_one_setting() -> None:
     env = clean_env(MOGATEWAY_SECRET_KEY=KEY)
-    done = _cli(env, "secrets", "seal", "--context", "whatsapp.access_token", stdin=ACCESS_TOKEN + "\n")
+    seal = ("secrets", "seal", "--context", "whatsapp.access_token", "--number", PNID)
+    done = _cli(env, *seal, stdin=ACCESS_TOKEN + "\n")
     assert done.returncode == 0, done.stderr
     sealed = done.stdout.strip()
     assert ACCESS_TOKEN not in done.stdout and ACCESS_TOKEN not in done.stderr
-    assert open_value(sealed, "whatsapp.access_token", [parse_key(KEY)], setting="s") == ACCESS_TOKEN
+    assert open_value(sealed, "whatsapp.access_token", [parse_key(KEY)], setting="s", bound_to=PNID) == (
+        ACCESS_TOKEN
+    )
     with pytest.raises(SealedValueError):
         open_value(sealed, "whatsapp.app_secret", [parse_key(KEY)], setting="s")
 
     # Moving to a new key: the sealed value on standard input is sealed again under the new one.
     rotated = clean_env(MOGATEWAY_SECRET_KEY=OTHER_KEY, MOGATEWAY_OLD_SECRET_KEY=KEY)
-    again = _cli(rotated, "secrets", "seal", "--context", "whatsapp.access_token", stdin=sealed)
+    again = _cli(rotated, *seal, stdin=sealed)
     assert again.returncode == 0, again.stderr
-    assert open_value(again.stdout.strip(), "whatsapp.access_token", [parse_key(OTHER_KEY)], setting="s") == (
-        ACCESS_TOKEN
+    opened = open_value(
+        again.stdout.strip(), "whatsapp.access_token", [parse_key(OTHER_KEY)], setting="s", bound_to=PNID
     )
+    assert opened == ACCESS_TOKEN
 
 
 @pytest.mark.parametrize(
     ("env", "args", "stdin", "says"),
     [
-        ({}, ("--context", "whatsapp.access_token"), "x", "set secret_key (MOGATEWAY_SECRET_KEY)"),
+        (
+            {},
+            ("--context", "whatsapp.access_token", "--number", PNID),
+            "x",
+            "set secret_key (MOGATEWAY_SECRET_KEY)",
+        ),
+        ({"MOGATEWAY_SECRET_KEY": KEY}, ("--context", "whatsapp.access_token"), "x", "--number: whatsapp"),
+        (
+            {"MOGATEWAY_SECRET_KEY": KEY},
+            ("--context", "whatsapp.app_secret", "--number", PNID),
+            "x",
+            "--number is",
+        ),
         ({"MOGATEWAY_SECRET_KEY": KEY}, ("--context", "whatsapp.token"), "x", "--context must be one of"),
         ({"MOGATEWAY_SECRET_KEY": KEY}, ("--context", "whatsapp.app_secret"), "\n", "nothing to seal"),
     ],
@@ -204,7 +266,7 @@ def test_reencrypt_lists_the_settings_secrets_to_seal_again(tmp_path: Path) -> N
     ) in lines
     assert (
         f"  whatsapp.numbers access_token of {PNID} (MOGATEWAY_WHATSAPP_ACCESS_TOKEN_{PNID}), in clear: "
-        "mogateway secrets seal --context whatsapp.access_token"
+        f"mogateway secrets seal --context whatsapp.access_token --number {PNID}"
     ) in lines
     assert APP_SECRET not in done.stdout and ACCESS_TOKEN not in done.stdout
 

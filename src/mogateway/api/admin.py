@@ -1,4 +1,5 @@
-"""The admin API: client applications, messages and their timelines, replay, metrics."""
+"""The admin API: client applications, messages and their timelines, replay, metrics, and ending every
+console session."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from mogateway.api.openapi import (
     MessageOut,
     MessagePage,
     Replayed,
+    SessionsRevoked,
     documented,
 )
 from mogateway.api.problems import ApiProblem
@@ -523,6 +525,16 @@ async def metrics(request: Request) -> Response:
     if not gateway.settings.metrics_public:
         require_token(request, gateway.admin_token, "admin")
     return Response(await gateway.metrics_exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.post(
+    "/v1/console/sessions/revoke",
+    summary="Sign out everywhere: end every console session",
+    **documented(ok=SessionsRevoked),
+)
+async def revoke_console_sessions(request: Request) -> Response:
+    ended = await gateway_of(request).journal.console_sessions().end_all_sessions()
+    return json_response({"revoked": ended})
 
 
 router.include_router(_maybe_public)

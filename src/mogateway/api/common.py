@@ -7,7 +7,8 @@ Rules:
   is listed here, and mypy holds ``node.Gateway`` to it (``api.app``).
 * Every route of an admin router is an :class:`AdminRoute`: the admin token is checked before anything
   else of the request is looked at — before its body is read or validated — so a request without the
-  token learns nothing about what the route accepts (401, never 422).
+  token learns nothing about what the route accepts (401, never 422). Then each ``*_id`` path
+  parameter must have an id's shape (``core.ids``): anything else is 404 and reaches no handler.
 * A client is looked up in the journal's current copy (another node may have changed it a moment
   ago): 503 when this node cannot open the stored secrets (a ``secret_key`` other than the one they
   were sealed with), 404 when there is no such client.
@@ -26,6 +27,7 @@ from starlette.responses import Response
 from mogateway.api.auth import require_token
 from mogateway.api.problems import ApiProblem
 from mogateway.core.clients import ClientRecord
+from mogateway.core.ids import not_an_id, what_id
 from mogateway.core.ports import SecretKeyError
 from mogateway.gateway_view import GatewayView
 
@@ -52,6 +54,10 @@ class AdminRoute(APIRoute):
 
         async def authenticated(request: Request) -> Response:
             require_token(request, gateway_of(request).admin_token, "admin")
+            bad = not_an_id(request.path_params)
+            if bad is not None:
+                name, value = bad
+                raise ApiProblem(404, f"no {what_id(name)} {value!r}: not an id", kind="not-found")
             return await handler(request)
 
         return authenticated

@@ -249,6 +249,12 @@ class MessagePage(BaseModel):
     next: str | None = Field(description="pass as `before` for the next page; null on the last one")
 
 
+class SessionsRevoked(BaseModel):
+    """Sign out everywhere: how many console sessions ended."""
+
+    revoked: int
+
+
 class Replayed(BaseModel):
     id: str
     state: State

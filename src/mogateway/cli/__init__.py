@@ -7,6 +7,7 @@ import typer
 from mogateway.cli import (
     backup,
     clients,
+    console,
     doctor,
     messages,
     migrate,
@@ -33,7 +34,8 @@ def _root() -> None:
     """Inbound-SMS gateway for Indian shortcodes: run it, manage clients, inspect messages."""
 
 
-for _module in (serve, clients, messages, send, simulate, smsc, waba, migrate, secrets, top, backup, doctor):
+for _module in (serve, clients, console, messages, send, simulate, smsc, waba, migrate, secrets, top, backup,
+                doctor):
     _module.register(app)
 
 

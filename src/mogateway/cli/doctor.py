@@ -65,6 +65,11 @@ def register(app: typer.Typer) -> None:
         token: str | None = typer.Option(
             None, "--token", envvar="MOGATEWAY_DOCTOR_TOKEN", help="Admin token, to read the binds' states."
         ),
+        backups: list[str] = typer.Option(
+            [],
+            "--backups",
+            help="A backup file, or a directory of them, whose modes to check (repeat for several).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     ) -> None:
         """Check the settings, journal, queue, binds, limits and clients; one line each, with what to do."""
@@ -75,7 +80,7 @@ def register(app: typer.Typer) -> None:
         except ConfigError as exc:
             fail(str(exc), Exit.USAGE)
         where = (url or _gateway_url(settings)).rstrip("/")
-        findings = asyncio.run(run_checks(settings, where, _admin_token(settings, token)))
+        findings = asyncio.run(run_checks(settings, where, _admin_token(settings, token), backups))
         failed = any(f.status == "fail" for f in findings)
         if as_json:
             print_json(

@@ -13,19 +13,20 @@ import os
 import re
 import resource
 import sqlite3
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import httpx
 import orjson
 
 from mogateway import compiled
+from mogateway.cli.doctor_files import check_file_modes
 from mogateway.cli.doctor_findings import TIMEOUT_S, Finding
 from mogateway.cli.doctor_journal import check_clock, check_journal
 from mogateway.config import Settings
 from mogateway.core.callback_url import UrlRefused
+from mogateway.core.redaction import redact_url
 from mogateway.edges.journal_hold import hold_path, sqlite_path
-from mogateway.edges.storage.postgres import redact_url
 from mogateway.edges.urlguard import check_callback_url
 
 __all__ = ["Finding", "run_checks", "settings_view"]
@@ -35,7 +36,8 @@ _SECRET_NAME = re.compile(r"token|key|password|secret|creds|nkey|jwt", re.I)
 
 
 def settings_view(settings: Settings) -> dict[str, Any]:
-    """The resolved settings as JSON, every secret replaced by ``"(set)"`` and URLs without passwords."""
+    """The resolved settings as JSON, every secret replaced by ``"(set)"`` and every URL without its
+    password and the query values whose keys name a secret (``core.redaction``)."""
 
     def hide(value: Any, name: str = "") -> Any:
         if isinstance(value, dict):
@@ -44,8 +46,8 @@ def settings_view(settings: Settings) -> dict[str, Any]:
             return [hide(v, name) for v in value]
         if _SECRET_NAME.search(name) and value not in (None, "", [], {}):
             return "(set)"
-        if isinstance(value, str) and "://" in value and "@" in value:
-            return redact_url(value)
+        if isinstance(value, str) and "://" in value:
+            return redact_url(value)  # user-info passwords and secret query values (core.redaction)
         return value
 
     data = settings.model_dump(mode="json")
@@ -273,7 +275,7 @@ async def check_callbacks(settings: Settings, conn: Any) -> list[Finding]:
                 Finding(
                     f"callback {name}",
                     "fail",
-                    f"client {name} ({client_id}): {url} is refused: {exc}",
+                    f"client {name} ({client_id}): {redact_url(url)} is refused: {exc}",
                     f"give the client a public callback_url (PATCH /v1/clients/{client_id} "
                     "or the console), or set allow_private_callbacks if it really lives on "
                     "your network",
@@ -303,7 +305,9 @@ async def _one(finding: Awaitable[Finding]) -> list[Finding]:
     return [await finding]
 
 
-async def run_checks(settings: Settings, url: str, token: str | None) -> list[Finding]:
+async def run_checks(
+    settings: Settings, url: str, token: str | None, backups: Sequence[str] = ()
+) -> list[Finding]:
     conn: Any = None
     try:
         findings, conn = await check_journal(settings)
@@ -332,6 +336,7 @@ async def run_checks(settings: Settings, url: str, token: str | None) -> list[Fi
             )
         findings += await _guarded("binds", check_binds(settings, states, url))
         findings.append(check_open_files(settings, sqlite_path(settings.database)))
+        findings.append(check_file_modes(settings, backups))
         findings.append(check_compiled())
         findings += await _guarded("callbacks", check_callbacks(settings, conn))
     finally:

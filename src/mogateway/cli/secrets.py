@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import getpass
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ import typer
 from mogateway.cli.common import fail
 from mogateway.cli.exit_codes import Exit
 from mogateway.config import ConfigError, Settings, load_settings
-from mogateway.config.sealed import CONTEXTS, SealedValueError, is_sealed, open_value, seal_value
+from mogateway.config.sealed import BOUND, CONTEXTS, SealedValueError, is_sealed, open_value, seal_value
 from mogateway.edges.storage.sealing import (
     KEY_SETTING,
     OLD_KEY_SETTING,
@@ -156,17 +157,28 @@ def seal(
     context: str = typer.Option(
         ..., "--context", help=f"The setting the value is for: {', '.join(CONTEXTS)}."
     ),
+    number: str = typer.Option(
+        "",
+        "--number",
+        help="whatsapp.access_token only: the phone_number_id the token is for (it opens for it only).",
+    ),
     config: Path | None = typer.Option(None, "--config", "-c", help="TOML settings file."),
 ) -> None:
     """Seal a secret of the settings under secret_key (MOGATEWAY_SECRET_KEY) and print the sealed form.
 
     The value is read from standard input, never the command line:
-    `mogateway secrets seal --context whatsapp.access_token < token.txt`. A value already sealed (under
-    secret_key or old_secret_key) is sealed again under secret_key: the way to move the config file's
-    sealed values to a new key. Write the printed `sealed:v1:…` in place of the secret.
+    `mogateway secrets seal --context whatsapp.access_token --number 106540352242922 < token.txt`. An
+    access token is sealed bound to its number. A value already sealed (under secret_key or
+    old_secret_key, also an access token sealed before the binding) is sealed again under secret_key:
+    the way to move the config file's sealed values to a new key. Write the printed `sealed:v1:…` in
+    place of the secret.
     """
     if context not in CONTEXTS:
         fail(f"--context must be one of {', '.join(CONTEXTS)} (got {context!r})", Exit.USAGE)
+    if context in BOUND and not re.fullmatch(r"[0-9]{1,32}", number):
+        fail(f"--number: {context} is sealed for one number: give its {BOUND[context]} (digits)", Exit.USAGE)
+    if context not in BOUND and number:
+        fail(f"--number is for {', '.join(BOUND)} only", Exit.USAGE)
     try:
         settings = load_settings(config)
     except ConfigError as exc:
@@ -178,12 +190,19 @@ def seal(
     value = _read_value()
     if is_sealed(value):
         try:
-            value = open_value(value, context, [key, *old], setting="the sealed value on standard input")
+            value = open_value(
+                value,
+                context,
+                [key, *old],
+                setting="the sealed value on standard input",
+                bound_to=number,
+                accept_unbound=True,  # sealed before the binding: this is how it gets bound
+            )
         except SealedValueError as exc:
             fail(str(exc), Exit.USAGE)
     if not value:
         fail("nothing to seal: the value on standard input is empty", Exit.USAGE)
-    typer.echo(seal_value(key, value, context))
+    typer.echo(seal_value(key, value, context, bound_to=number))
 
 
 def _settings_to_seal_again(settings: Settings, key_id: str | None) -> list[str]:
@@ -198,6 +217,9 @@ def _settings_to_seal_again(settings: Settings, key_id: str | None) -> list[str]
             continue
         stored = "in clear" if how == "clear" else f"sealed under key id {how}"
         again = "" if key_id is None else f": mogateway secrets seal --context {context}"
+        bound = re.search(r"access_token of ([0-9]+)", name)
+        if again and context in BOUND and bound:
+            again += f" --number {bound[1]}"
         lines.append(f"  {name}, {stored}{again}")
     return lines
 

@@ -239,6 +239,9 @@ def register(app: typer.Typer) -> None:
         ready_fd: int = typer.Option(-1, "--ready-fd", hidden=True),
     ) -> None:
         """Run the gateway on its embedded default (SQLite journal, in-process queue) or as configured."""
+        from mogateway.service.private_files import serve_umask
+
+        serve_umask()  # what it writes (journal, exports) is its user's alone (service/private_files.py)
         try:
             settings = load_settings(config, host=host, port=port)
         except ConfigError as exc:

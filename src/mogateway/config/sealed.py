@@ -6,6 +6,12 @@ Rules stated here, before the code:
   the gateway's ``secret_key`` (:mod:`config.secret_key`), a fresh 96-bit nonce per value, and the
   setting it is for (its *context*, one of :data:`CONTEXTS`) as associated data, so a sealed app secret
   pasted as an access token does not open. ``mogateway secrets seal --context <context>`` makes one.
+* An access token is bound to its number: its associated data also holds the ``phone_number_id`` it
+  is for (the contexts of :data:`BOUND`), so number A's sealed token pasted into number B's entry does
+  not open — B's replies never go out with A's token. A token sealed before this binding (its context
+  alone) is refused too, with the command that seals it again bound (``mogateway secrets seal
+  --context whatsapp.access_token --number <phone_number_id>``, which opens such a value from standard
+  input, :func:`open_value`'s ``accept_unbound``).
 * The key id is the one the journal's sealed client secrets name (:func:`key_id`: 8 hex digits of a
   SHA-256 of the key): it says which key sealed a value without saying anything usable about the key.
 * Settings open sealed values once, when they load, with ``secret_key`` or ``old_secret_key``; a value
@@ -26,6 +32,7 @@ from collections.abc import Iterable
 from typing import Final
 
 __all__ = [
+    "BOUND",
     "CONTEXTS",
     "PREFIX",
     "SealedValueError",
@@ -42,6 +49,9 @@ __all__ = [
 PREFIX: Final = "sealed:v1:"
 #: The settings a value may be sealed for (``--context``), each its own associated data.
 CONTEXTS: Final = ("whatsapp.app_secret", "whatsapp.verify_token", "whatsapp.access_token")
+
+#: The contexts whose values are bound to something more: context -> what (its setting's name).
+BOUND: Final = {"whatsapp.access_token": "phone_number_id"}
 
 _NONCE_BYTES: Final = 12
 # Keeps a sealed setting apart from the journal's sealed client secrets (whose context is
@@ -83,25 +93,45 @@ def sealed_key_id(text: str) -> str:
     return kid
 
 
-def _aad(context: str) -> bytes:
+def _aad(context: str, bound_to: str = "") -> bytes:
     if context not in CONTEXTS:
         raise ValueError(f"unknown context {context!r} (one of {', '.join(CONTEXTS)})")
-    return _AAD_PREFIX + context.encode("ascii")
+    if (context in BOUND) != bool(bound_to):
+        what = BOUND.get(context)
+        raise ValueError(f"{context} is sealed bound to its {what}" if what else f"{context} is not bound")
+    return _AAD_PREFIX + context.encode("ascii") + (b"\x00" + bound_to.encode("utf-8") if bound_to else b"")
 
 
-def seal_value(key: bytes, value: str, context: str) -> str:
-    """``value`` sealed under ``key`` for the setting ``context``."""
+def seal_value(key: bytes, value: str, context: str, *, bound_to: str = "") -> str:
+    """``value`` sealed under ``key`` for the setting ``context`` (and, for the contexts of
+    :data:`BOUND`, for ``bound_to``: an access token's ``phone_number_id``)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     nonce = os.urandom(_NONCE_BYTES)
-    sealed = AESGCM(key).encrypt(nonce, value.encode("utf-8"), _aad(context))
+    sealed = AESGCM(key).encrypt(nonce, value.encode("utf-8"), _aad(context, bound_to))
     return f"{PREFIX}{key_id(key)}:{b64(nonce + sealed)}"
 
 
-def open_value(text: str, context: str, keys: Iterable[bytes], *, setting: str) -> str:
+def _unbound_aad(context: str) -> bytes:
+    """The associated data of a value sealed before :data:`BOUND` bound its context."""
+    return _AAD_PREFIX + context.encode("ascii")
+
+
+def open_value(
+    text: str,
+    context: str,
+    keys: Iterable[bytes],
+    *,
+    setting: str,
+    bound_to: str = "",
+    accept_unbound: bool = False,
+) -> str:
     """The secret the sealed ``text`` holds, opened with whichever of ``keys`` sealed it.
 
-    ``setting`` names the setting in messages (``whatsapp.app_secret (MOGATEWAY_WHATSAPP__APP_SECRET)``).
+    ``setting`` names the setting in messages (``whatsapp.app_secret (MOGATEWAY_WHATSAPP__APP_SECRET)``);
+    ``bound_to`` is what a value of a :data:`BOUND` context must have been sealed for. A value sealed
+    before the binding is refused, naming the command that seals it again, unless ``accept_unbound``
+    (that command, opening it to seal it again).
     """
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -119,12 +149,30 @@ def open_value(text: str, context: str, keys: Iterable[bytes], *, setting: str) 
             f"{setting} is sealed under key id {kid}, not under secret_key or old_secret_key "
             f"(key ids {', '.join(sorted(by_id))}): set secret_key to that key, or seal the value again"
         )
+    aad = _aad(context, bound_to)
+    reseal = f"--context {context}" + (f" --number {bound_to}" if bound_to else "")
+    raw = b""
     try:
         raw = unb64(body)
-        plain = AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], _aad(context))
+        plain = AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], aad)
         return plain.decode("utf-8")
     except Exception:  # InvalidTag, bad base64, a short value: sealed for another setting, or altered
-        raise SealedValueError(
-            f"{setting} does not open under key id {kid}: it was sealed for another setting "
-            f"(seal it with --context {context}) or altered"
-        ) from None
+        pass
+    if bound_to and raw:
+        try:
+            plain = AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], _unbound_aad(context))
+        except Exception:
+            pass
+        else:
+            if accept_unbound:
+                return plain.decode("utf-8")
+            raise SealedValueError(
+                f"{setting} was sealed without its {BOUND[context]} (before access tokens were bound to "
+                f"their number): seal it again, its sealed value on standard input, with "
+                f"`mogateway secrets seal {reseal}`"
+            )
+    another = f"another setting or another {BOUND[context]}" if bound_to else "another setting"
+    raise SealedValueError(
+        f"{setting} does not open under key id {kid}: it was sealed for {another} "
+        f"(seal it with {reseal}) or altered"
+    )

@@ -22,7 +22,8 @@ come from the environment too: ``MOGATEWAY_WHATSAPP__APP_SECRET``, ``MOGATEWAY_W
 and, per number, ``MOGATEWAY_WHATSAPP_ACCESS_TOKEN_<phone_number_id>`` (which wins over the file).
 
 Each of the three secrets may be written sealed under ``secret_key`` (``config.sealed``: ``sealed:v1:…``,
-made by ``mogateway secrets seal --context whatsapp.access_token``), in the file or the environment; the
+made by ``mogateway secrets seal --context whatsapp.access_token --number <phone_number_id>``: an access
+token is bound to its number), in the file or the environment; the
 settings open them when they load (:meth:`WhatsAppSettings.opened`), so everything that reads them sees
 the secret itself.
 """
@@ -143,13 +144,13 @@ class WhatsAppSettings(BaseModel):
         ``old_secret_key``); :class:`SealedValueError` names the first that cannot be."""
         stored: dict[str, tuple[str, str]] = {}
 
-        def open_one(value: SecretStr, context: str, setting: str) -> SecretStr:
+        def open_one(value: SecretStr, context: str, setting: str, bound_to: str = "") -> SecretStr:
             text = value.get_secret_value()
             if not is_sealed(text):
                 stored[setting] = (context, "clear")
                 return value
             stored[setting] = (context, sealed_key_id(text))
-            return SecretStr(open_value(text, context, keys, setting=setting))
+            return SecretStr(open_value(text, context, keys, setting=setting, bound_to=bound_to))
 
         updates: dict[str, object] = {}
         for field in ("app_secret", "verify_token"):
@@ -166,7 +167,7 @@ class WhatsAppSettings(BaseModel):
                 f"whatsapp.numbers access_token of {n.phone_number_id} "
                 f"({TOKEN_ENV_PREFIX}{n.phone_number_id})"
             )
-            token = open_one(n.access_token, "whatsapp.access_token", setting)
+            token = open_one(n.access_token, "whatsapp.access_token", setting, n.phone_number_id)
             numbers.append(n.model_copy(update={"access_token": token}))
         updates["numbers"] = numbers
         result = self.model_copy(update=updates)

@@ -364,17 +364,23 @@ class ConsoleSessionStore(Protocol):
     and every node sees the same ones (``edges.storage.console_sessions``; the rules are in
     ``api.console.sessions``). A session is known by a hash of its id only, never the id itself."""
 
-    async def add_session(self, key: str, expires_at: float, now: float, keep: int) -> None:
-        """Keep a new session; forget the expired ones, and beyond ``keep`` those expiring soonest."""
+    async def add_session(self, key: str, token_tag: str, expires_at: float, now: float, keep: int) -> None:
+        """Keep a new session, bound to the admin token by ``token_tag``; forget the expired ones, and
+        beyond ``keep`` those expiring soonest."""
         ...
 
-    async def session(self, key: str, now: float) -> tuple[float, str] | None:
-        """(expires_at, flashes) of the session ``key`` unless it is unknown or expired at ``now``."""
+    async def session(self, key: str, now: float) -> tuple[float, str, str] | None:
+        """(expires_at, flashes, token_tag) of the session ``key`` unless it is unknown or expired at
+        ``now``."""
         ...
 
     async def set_flashes(self, key: str, flashes: str) -> None: ...
 
     async def end_session(self, key: str) -> None: ...
+
+    async def end_all_sessions(self) -> int:
+        """Forget every session (sign out everywhere); how many there were."""
+        ...
 
     async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]:
         """(failed sign-ins from ``address`` after ``since``, the time of the oldest of them)."""

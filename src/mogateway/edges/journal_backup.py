@@ -3,7 +3,8 @@
 :func:`backup` uses SQLite's online backup API in a single step: the copy is read inside one read
 transaction, so it is the journal as it was at one instant (every MO acknowledged before the backup
 began is in it), and in WAL mode the gateway's writers go on meanwhile. The copy is written beside its
-destination, switched out of WAL mode so that it is one self-contained file, checked with
+destination (created 0600 whatever the umask: it holds the generated tokens, numbers and texts),
+switched out of WAL mode so that it is one self-contained file, checked with
 ``PRAGMA integrity_check``, flushed to disk, and only then renamed into place.
 
 :func:`restore` checks a copy the same way, then — holding the journal's lock exclusively
@@ -20,9 +21,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, open_by
+from mogateway.edges.journal_hold import HeldElsewhere, JournalHold, hold_path, open_by
+from mogateway.edges.journal_schema import schema_difference
 from mogateway.edges.storage.migrations import LATEST as SCHEMA_VERSION
 from mogateway.edges.storage.migrations import sqlite_file_version
+from mogateway.service.private_files import create_private_file, make_private_directories, open_private
 
 __all__ = ["BackupError", "CopySummary", "backup", "inspect", "restore"]
 
@@ -43,9 +46,10 @@ class CopySummary:
     seconds: float = 0.0
 
 
-def inspect(path: str) -> CopySummary:
+def inspect(path: str, *, exact_schema: bool = False) -> CopySummary:
     """Check a journal file (``PRAGMA integrity_check``) and count what it holds; BackupError if it is
-    damaged or not a mogateway journal."""
+    damaged or not a mogateway journal, or (``exact_schema``) if its schema is not exactly the one its
+    version has (``edges.journal_schema``): a table, index, trigger or view more, less or changed."""
     if not os.path.isfile(path):
         raise BackupError(f"{path} does not exist")
     try:
@@ -60,6 +64,10 @@ def inspect(path: str) -> CopySummary:
         if found is None:
             raise BackupError(f"{path} is not a mogateway journal (no schema version)")
         version = found
+        if exact_schema and version <= SCHEMA_VERSION:
+            differs = schema_difference(conn, version)
+            if differs is not None:
+                raise BackupError(f"{path} is refused: its schema is not a mogateway journal's ({differs})")
         messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
         from mogateway.edges.storage.schema import UNFINISHED_SQL
 
@@ -83,15 +91,19 @@ def backup(journal: str, destination: str, *, overwrite: bool = False) -> CopySu
     started = time.monotonic()
     if not os.path.isfile(journal):
         raise BackupError(f"the journal {journal} does not exist")
-    if os.path.abspath(journal) == os.path.abspath(destination):
-        raise BackupError("the backup must go to another file than the journal")
+    partial = f"{destination}.partial"
+    for live, what in _live_files(journal):
+        if _same_file(destination, live) or _same_file(partial, live):
+            raise BackupError(f"{destination} is {what}: the backup must go to a file of its own")
     if os.path.exists(destination) and not overwrite:
         raise BackupError(f"{destination} already exists (pass --force to replace it)")
-    partial = f"{destination}.partial"
     _remove(partial)
+    make_private_directories(os.path.dirname(os.path.abspath(destination)))
+    create_private_file(partial)  # 0600 whatever the umask: it holds tokens, numbers and texts
     try:
         source = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=30)
     except sqlite3.Error as exc:
+        _remove(partial)
         raise BackupError(f"cannot open the journal {journal}: {exc}") from None
     try:
         target = sqlite3.connect(partial)
@@ -132,9 +144,9 @@ def restore(copy: str, journal: str) -> tuple[CopySummary, str | None]:
 
     Raises :class:`HeldElsewhere` while a gateway (or any other process) has the journal, and
     BackupError when the copy is not a good journal."""
-    if os.path.abspath(copy) == os.path.abspath(journal):
+    if _same_file(copy, journal):
         raise BackupError("the copy to restore is the journal itself")
-    summary = inspect(copy)
+    summary = inspect(copy, exact_schema=True)
     hold = JournalHold(journal)
     hold.take(exclusive=True)
     try:
@@ -161,8 +173,31 @@ def restore(copy: str, journal: str) -> tuple[CopySummary, str | None]:
     return placed, kept
 
 
+def _live_files(journal: str) -> list[tuple[str, str]]:
+    """The files of a live journal, each with what it is: a backup written over any of them loses
+    acknowledged MOs."""
+    return [
+        (journal, f"the journal {journal}"),
+        (f"{journal}-wal", f"the journal's write-ahead log ({journal}-wal)"),
+        (f"{journal}-shm", f"the journal's shared memory ({journal}-shm)"),
+        (f"{journal}-journal", f"the journal's rollback journal ({journal}-journal)"),
+        (hold_path(journal), f"the journal's lock file ({hold_path(journal)})"),
+    ]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same path once symbolic links are resolved (real paths), or
+    the same file on disk (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False  # either does not exist
+
+
 def _copy_file(source: str, destination: str) -> None:
-    with open(source, "rb") as src, open(destination, "wb") as dst:
+    with open(source, "rb") as src, os.fdopen(open_private(destination), "wb") as dst:
         while chunk := src.read(1 << 20):
             dst.write(chunk)
         dst.flush()

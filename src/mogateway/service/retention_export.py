@@ -6,8 +6,10 @@ A day (UTC, of the time a message was received) is the file ``messages-YYYY-MM-D
 clients — id, received and stored time, channel and origin, shortcode, number, text, state, client,
 outcome, reply text and references, and the whole timeline.
 
-A file is only ever replaced whole: it is written under a temporary name in the same directory,
-fsynced, renamed over the day's name, and the directory fsynced (:class:`DayFile`). Should the day's
+A file is created 0600 (its directory, when retention creates it, 0700) whatever the umask: it holds
+numbers and texts (``service.private_files``). A file is only ever replaced whole: it is written under
+a temporary name in the same directory, fsynced, renamed over the day's name, and the directory
+fsynced (:class:`DayFile`). Should the day's
 file exist already (a sweep that stopped between its export and its deletes, or messages of that day
 finished since), the new file is the old one merged with what the journal holds now, on the same
 order: no line twice, none lost (the journal's version of a message replaces the file's). Only then
@@ -27,6 +29,7 @@ import orjson
 
 from mogateway.core.ports import FinishedMessage
 from mogateway.core.timeline import EventKind
+from mogateway.service.private_files import make_private_directories, open_private
 
 __all__ = ["DayFile", "day_name", "export_line", "exported_ids", "remove_leftovers"]
 
@@ -102,10 +105,11 @@ class DayFile:
     the file it replaces, then :meth:`commit` (or :meth:`abort`). Blocking: run it in a thread."""
 
     def __init__(self, directory: Path, day_start: float) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_private_directories(directory)  # 0700 for what is created, whatever the umask
         self.path = directory / day_name(day_start)
         self._temp = directory / f".{self.path.name}.{os.getpid()}{_TEMP}"
-        self._out: IO[bytes] = open(self._temp, "wb")  # noqa: SIM115 (closed by commit or abort)
+        # 0600 whatever the umask: numbers and texts (service/private_files.py)
+        self._out: IO[bytes] = os.fdopen(open_private(self._temp), "wb")
         self._old: IO[bytes] | None = None
         self._head: tuple[Key, bytes] | None = None
         try:

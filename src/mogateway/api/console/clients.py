@@ -14,6 +14,7 @@ from mogateway.api.console.messages import summarize
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session
 from mogateway.api.console.web import (
+    ConsoleRoute,
     guard,
     inline,
     not_found,
@@ -29,7 +30,7 @@ from mogateway.core.timeline import FINAL_STATES
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 _LISTS = ("shortcodes", "whatsapp_numbers", "keywords")
 _TEST_EXTRA_WAIT_S = 5.0  # a test MO's outcome is awaited the client's timeout and this much more

@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from mogateway.api.console.render import html
 from mogateway.api.console.web import (
+    ConsoleRoute,
     guard,
     not_found,
     page_context,
@@ -25,7 +26,7 @@ from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
 __all__ = ["router", "summarize"]
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 
 def _local_iso(value: str, field: str) -> str | None:

@@ -10,6 +10,12 @@ Rules:
   the session ends everywhere at once. The journal holds a SHA-256 of the id, never the id: reading
   the journal (or a backup of it) gives no session. Expired sessions are deleted at each sign-in, and
   at most :data:`MAX_SESSIONS` are kept (past it, those expiring soonest go).
+* A session is bound to the admin token it was opened with: its row keeps an HMAC of the token under a
+  key derived from the session id (:func:`token_tag`), never the token, and without the id (which
+  the journal does not hold) the tag says nothing of the token. A session whose tag does not match
+  the gateway's admin token of the moment is refused and deleted: restarting with a new
+  ``MOGATEWAY_ADMIN_TOKEN`` signs every browser out. "Sign out everywhere" (the console's button,
+  ``mogateway console sessions revoke --all``) deletes every session at once.
 * The CSRF token of a session is derived from its id (an HMAC), so every worker knows it without
   storing it, and it cannot be computed from the journal. Every state-changing form carries it,
   checked in constant time; the sign-in form, which has no session yet, carries a token matching a
@@ -45,7 +51,15 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from mogateway.core.ports import ConsoleSessionStore
 
-__all__ = ["MAX_SESSIONS", "Session", "SessionStore", "SignInThrottle", "same_secret", "session_key"]
+__all__ = [
+    "MAX_SESSIONS",
+    "Session",
+    "SessionStore",
+    "SignInThrottle",
+    "same_secret",
+    "session_key",
+    "token_tag",
+]
 
 MAX_SESSIONS = 10_000
 _MAX_FAILURE_ROWS = 10_000
@@ -65,6 +79,13 @@ def session_key(session_id: str) -> str:
 
 def _derived(session_id: str, purpose: bytes) -> bytes:
     return hmac.new(session_id.encode("utf-8"), b"mogateway console " + purpose, hashlib.sha256).digest()
+
+
+def token_tag(session_id: str, admin_token: str) -> str:
+    """What binds a session to the admin token it was opened with: an HMAC of the token under a key
+    derived from the session id (hex)."""
+    key = _derived(session_id, b"admin token")
+    return hmac.new(key, admin_token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def _csrf_of(session_id: str) -> str:
@@ -93,30 +114,45 @@ class SessionStore:
     """The console's sessions, in the journal (see the module's rules)."""
 
     def __init__(
-        self, store: ConsoleSessionStore, lifetime_s: float, clock: Callable[[], float] = time.time
+        self,
+        store: ConsoleSessionStore,
+        lifetime_s: float,
+        admin_token: Callable[[], str],
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.lifetime_s = lifetime_s
         self._store = store
+        #: The gateway's admin token of the moment (read at each request: it is loaded at start).
+        self._admin_token = admin_token
         self._clock = clock
 
     async def create(self) -> Session:
         now = self._clock()
         session = Session(secrets.token_urlsafe(32), now + self.lifetime_s)
-        await self._store.add_session(session.key, session.expires_at, now, MAX_SESSIONS)
+        tag = token_tag(session.id, self._admin_token())
+        await self._store.add_session(session.key, tag, session.expires_at, now, MAX_SESSIONS)
         return session
 
     async def get(self, session_id: str | None) -> Session | None:
         if not session_id or len(session_id) > 100:
             return None
-        found = await self._store.session(session_key(session_id), self._clock())
+        key = session_key(session_id)
+        found = await self._store.session(key, self._clock())
         if found is None:
             return None
-        expires_at, sealed = found
+        expires_at, sealed, tag = found
+        if not hmac.compare_digest(tag, token_tag(session_id, self._admin_token())):
+            await self._store.end_session(key)  # opened with another admin token: gone for good
+            return None
         return Session(session_id, expires_at, _open_flashes(session_id, sealed))
 
     async def end(self, session_id: str | None) -> None:
         if session_id:
             await self._store.end_session(session_key(session_id))
+
+    async def end_all(self) -> int:
+        """Sign out everywhere: every session ends, on every worker and node; how many there were."""
+        return await self._store.end_all_sessions()
 
     async def flash(self, session: Session, kind: str, text: str, **extra: Any) -> None:
         """Keep a message for the session's next page (whichever worker serves it)."""

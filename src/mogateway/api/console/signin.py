@@ -96,3 +96,15 @@ async def signout(request: Request) -> Response:
     response = redirect("/console/login")
     response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
     return response
+
+
+@router.post("/logout/everywhere")
+async def signout_everywhere(request: Request) -> Response:
+    """Every session ends, this one and every other browser's, on every worker and node."""
+    guarded = await guard(request)
+    if isinstance(guarded, Response):
+        return guarded
+    await state_of(request).sessions.end_all()
+    response = redirect("/console/login")
+    response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
+    return response

@@ -5,6 +5,9 @@ Rules (every page module keeps them by going through these helpers):
 
 * Every page but sign-in needs a session; without one a page redirects to sign-in and a live stream
   answers 401.
+* An id in a console URL must have an id's shape (``core.ids``): anything else (``.``, ``..``) is the
+  not-found page, before any handler runs (:class:`ConsoleRoute`), and :func:`path` never lets an id
+  become a dot segment of an API path.
 * Every POST needs the session's CSRF token and, when the browser names the site it came from, this
   gateway as that site; anything else is refused with 403 and changes nothing.
 * Changes and message lookups go through the gateway's own HTTP API, called in process with the admin
@@ -18,20 +21,24 @@ Rules (every page module keeps them by going through these helpers):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import httpx
 from fastapi import Request
+from fastapi.routing import APIRoute
 from starlette.responses import RedirectResponse, Response
 
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
+from mogateway.core.ids import not_an_id, what_id
 from mogateway.gateway_view import GatewayView
 from mogateway.service.stats import StatsService
 
 __all__ = [
     "COOKIE",
+    "ConsoleRoute",
     "ConsoleState",
     "guard",
     "inline",
@@ -59,7 +66,9 @@ class ConsoleState:
     def __init__(self, app: Any, gateway: GatewayView) -> None:
         self.gateway = gateway
         store = gateway.journal.console_sessions()
-        self.sessions = SessionStore(store, gateway.settings.console_session_minutes * 60)
+        self.sessions = SessionStore(
+            store, gateway.settings.console_session_minutes * 60, lambda: gateway.admin_token
+        )
         self.throttle = SignInThrottle(store)
         # httpx logs each request's URL at INFO, query string and all (numbers searched for): the
         # gateway's logging keeps httpx to warnings (mogateway.logs).
@@ -116,8 +125,9 @@ async def session_of(request: Request) -> Session | None:
 
 def path(template: str, *ids: str) -> str:
     """``template`` (``"/v1/clients/{}/token"``) with ids taken from a console URL, each quoted whole: an
-    id ``x?y=1`` stays one path segment (``x%3Fy%3D1``), never a query or another path."""
-    return template.format(*(quote(value, safe="") for value in ids))
+    id ``x?y=1`` stays one path segment (``x%3Fy%3D1``), never a query or another path, and a dot is
+    sent as ``%2E``, so ``.`` or ``..`` never becomes a dot segment that names another path."""
+    return template.format(*(quote(value, safe="").replace(".", "%2E") for value in ids))
 
 
 def redirect(url: str) -> RedirectResponse:
@@ -191,6 +201,32 @@ def inline(request: Request) -> bool:
 
 async def not_found(request: Request, session: Session, page: str, what: str) -> Response:
     return html("not_found.html", await page_context(request, session, page, what=what), status=404)
+
+
+#: The console page an id's not-found page belongs to.
+_PAGE_OF_ID = {"client_id": "clients", "message_id": "messages"}
+
+
+class ConsoleRoute(APIRoute):
+    """A console route whose ``*_id`` path parameters are ids (``core.ids``): otherwise sign-in without a
+    session, the not-found page with one, and the handler never runs."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            bad = not_an_id(request.path_params)
+            if bad is None:
+                return await handler(request)
+            session = await session_of(request)
+            if session is None:
+                return to_signin(request)
+            name, value = bad
+            return await not_found(
+                request, session, _PAGE_OF_ID.get(name, "overview"), f"{what_id(name)} {value}"
+            )
+
+        return checked
 
 
 def split_words(text: str) -> list[str]:

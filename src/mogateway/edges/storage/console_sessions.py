@@ -1,8 +1,8 @@
 """The console's sessions and failed sign-ins in the journal, for both engines (SQLite, PostgreSQL).
 
 What the rows mean, and what is (and is not) in them, is ``api.console.sessions``'s to say; here is
-only their SQL. The tables are described in ``storage.schema`` (SQLite creates them from there; the
-PostgreSQL migration 0008 arrives at the same columns). Every worker of a gateway and every node of a
+only their SQL. The tables are described in ``storage.schema``; migrations 0008 and 0011 create them
+on both engines. Every worker of a gateway and every node of a
 cluster reads and writes the same rows, so a sign-in, a sign-out and the throttle hold everywhere and
 survive a restart.
 
@@ -25,7 +25,9 @@ T = TypeVar("T")
 # ------------------------------------------------------------------------------------------ SQLite
 
 _SQLITE_FORGET_EXPIRED = "DELETE FROM console_sessions WHERE expires_at <= ?"
-_SQLITE_ADD = "INSERT INTO console_sessions (id_hash, expires_at, flashes) VALUES (?, ?, '')"
+_SQLITE_ADD = (
+    "INSERT INTO console_sessions (id_hash, expires_at, flashes, admin_token_tag) VALUES (?, ?, '', ?)"
+)
 # LIMIT -1 OFFSET n: every row after the first n.
 _SQLITE_KEEP = (
     "DELETE FROM console_sessions WHERE id_hash IN "
@@ -58,23 +60,24 @@ class SqliteConsoleSessions:
         self._write = write
         self._read = read
 
-    async def add_session(self, key: str, expires_at: float, now: float, keep: int) -> None:
+    async def add_session(self, key: str, token_tag: str, expires_at: float, now: float, keep: int) -> None:
         def job(conn: sqlite3.Connection) -> None:
             conn.execute(_SQLITE_FORGET_EXPIRED, (now,))
-            conn.execute(_SQLITE_ADD, (key, expires_at))
+            conn.execute(_SQLITE_ADD, (key, expires_at, token_tag))
             conn.execute(_SQLITE_KEEP, (keep,))
 
         await self._write(job)
 
-    async def session(self, key: str, now: float) -> tuple[float, str] | None:
-        def q(conn: sqlite3.Connection) -> tuple[float, str] | None:
+    async def session(self, key: str, now: float) -> tuple[float, str, str] | None:
+        def q(conn: sqlite3.Connection) -> tuple[float, str, str] | None:
             row = conn.execute(
-                "SELECT expires_at, flashes FROM console_sessions WHERE id_hash = ? AND expires_at > ?",
+                "SELECT expires_at, flashes, admin_token_tag FROM console_sessions "
+                "WHERE id_hash = ? AND expires_at > ?",
                 (key, now),
             ).fetchone()
-            return None if row is None else (float(row[0]), str(row[1]))
+            return None if row is None else (float(row[0]), str(row[1]), str(row[2]))
 
-        found: tuple[float, str] | None = await self._read(q)
+        found: tuple[float, str, str] | None = await self._read(q)
         return found
 
     async def set_flashes(self, key: str, flashes: str) -> None:
@@ -89,6 +92,13 @@ class SqliteConsoleSessions:
             conn.execute("DELETE FROM console_sessions WHERE id_hash = ?", (key,))
 
         await self._write(job)
+
+    async def end_all_sessions(self) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("DELETE FROM console_sessions").rowcount)
+
+        ended: int = await self._write(job)
+        return ended
 
     async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]:
         def q(conn: sqlite3.Connection) -> tuple[int, float | None]:
@@ -134,23 +144,26 @@ class PostgresConsoleSessions:
     def __init__(self, pool: Callable[[], Any]) -> None:
         self._pool = pool
 
-    async def add_session(self, key: str, expires_at: float, now: float, keep: int) -> None:
+    async def add_session(self, key: str, token_tag: str, expires_at: float, now: float, keep: int) -> None:
         async with self._pool().acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM console_sessions WHERE expires_at <= $1", now)
             await conn.execute(
-                "INSERT INTO console_sessions (id_hash, expires_at, flashes) VALUES ($1, $2, '')",
+                "INSERT INTO console_sessions (id_hash, expires_at, flashes, admin_token_tag) "
+                "VALUES ($1, $2, '', $3)",
                 key,
                 expires_at,
+                token_tag,
             )
             await conn.execute(_PG_KEEP, keep)
 
-    async def session(self, key: str, now: float) -> tuple[float, str] | None:
+    async def session(self, key: str, now: float) -> tuple[float, str, str] | None:
         row = await self._pool().fetchrow(
-            "SELECT expires_at, flashes FROM console_sessions WHERE id_hash = $1 AND expires_at > $2",
+            "SELECT expires_at, flashes, admin_token_tag FROM console_sessions "
+            "WHERE id_hash = $1 AND expires_at > $2",
             key,
             now,
         )
-        return None if row is None else (float(row[0]), str(row[1]))
+        return None if row is None else (float(row[0]), str(row[1]), str(row[2]))
 
     async def set_flashes(self, key: str, flashes: str) -> None:
         await self._pool().execute(
@@ -159,6 +172,10 @@ class PostgresConsoleSessions:
 
     async def end_session(self, key: str) -> None:
         await self._pool().execute("DELETE FROM console_sessions WHERE id_hash = $1", key)
+
+    async def end_all_sessions(self) -> int:
+        status = await self._pool().execute("DELETE FROM console_sessions")
+        return int(str(status).rsplit(" ", 1)[-1])  # "DELETE <count>"
 
     async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]:
         row = await self._pool().fetchrow(

@@ -22,10 +22,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from mogateway.core.redaction import redact_url
 from mogateway.edges.storage import batches, migrations
 from mogateway.edges.storage.console_sessions import PostgresConsoleSessions
 from mogateway.edges.storage.dialect import POSTGRES, Program, run_async
@@ -44,16 +44,6 @@ _SWEEP_LOCK = 0x6D6F7277  # "morw"; the migrations' lock is another
 _RETRIES = 3
 #: The order in which a group writes its batches: a change may follow the store of its message.
 _ORDER: tuple[Batch, ...] = (batches.store, batches.apply, batches.deliveries)
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclasses.dataclass(slots=True)

@@ -128,11 +128,13 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("count", "INTEGER NOT NULL", "bigint NOT NULL"),
     ),
     # The console's sessions (a hash of the id, never the id) and failed sign-ins per address, shared
-    # by every worker and node (edges/storage/console_sessions.py; migration 0008).
+    # by every worker and node (edges/storage/console_sessions.py; migration 0008), each bound to the
+    # admin token it was opened with by a keyed hash of that token (migration 0011).
     "console_sessions": (
         _c("id_hash", "TEXT NOT NULL", "text NOT NULL"),
         _c("expires_at", "REAL NOT NULL", "double precision NOT NULL"),
         _c("flashes", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("admin_token_tag", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
     ),
     "console_signin_failures": (
         _c("address", "TEXT NOT NULL", "text NOT NULL"),

@@ -35,6 +35,7 @@ from mogateway.edges.storage.dialect import SQLITE, Program, run_sync
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sql_journal import Batch, SqlJournal, write_client
 from mogateway.edges.storage.sqlite_writer import Coalescer, Writer, connect
+from mogateway.service.private_files import ensure_private_file, make_private_directories
 
 __all__ = ["SqliteJournal"]
 
@@ -134,7 +135,9 @@ class SqliteJournal(SqlJournal):
 
     async def open(self) -> None:
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            # Private whatever the umask: SQLite gives the -wal and -shm the journal's own mode.
+            make_private_directories(Path(self.path).parent)
+            ensure_private_file(self.path)
         writer = Writer(self.path, self._sync, _prepare, asyncio.get_running_loop(), self._lock_path)
         await writer.open()
         self._writer = writer

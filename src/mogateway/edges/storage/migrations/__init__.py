@@ -33,6 +33,7 @@ __all__ = [
     "SchemaBehind",
     "applied_version",
     "check",
+    "create_sqlite_at",
     "migrate",
     "migrate_sqlite",
     "sqlite_file_version",
@@ -186,6 +187,16 @@ def migrate_sqlite(conn: sqlite3.Connection) -> list[Migration]:
         conn.execute("ROLLBACK")
         raise
     return done
+
+
+def create_sqlite_at(conn: sqlite3.Connection, version: int) -> None:
+    """Create on the empty database ``conn`` (autocommit) the schema that migrations 1..``version``
+    give a SQLite journal: what a journal of that version is, to compare a file with
+    (``edges.journal_schema``)."""
+    conn.execute(_BOOKKEEPING)
+    for migration in MIGRATIONS[:version]:
+        for statement in _split(migration.statements_for("sqlite")):
+            conn.execute(statement)
 
 
 def sqlite_file_version(conn: sqlite3.Connection) -> int | None:
