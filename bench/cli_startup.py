@@ -1,0 +1,115 @@
+"""Wall time of every CLI command, from exec to exit: the median of ``--runs`` fresh processes each.
+
+    .venv/bin/python bench/cli_startup.py [--runs 15] [--url http://127.0.0.1:8080 --token T]
+
+Every command path (``mogateway``, ``mogateway clients``, ``mogateway clients add``...) is run with
+``--help``, found by walking the command tree, so a command added later is measured too; then a few
+commands that do their work without a gateway (``secrets new-key``), and ``messages list``, ``top --once``
+and ``clients list`` against ``--url`` (default: a closed port on loopback, so they measure the CLI's own
+start and a refused connection; give a running gateway's URL and admin token to measure a real answer).
+Each is run as ``python -m mogateway ...`` with ``MOGATEWAY_PURE`` as in the environment. The budget is
+0.3 s per command (docs/benchmarks.md, "The CLI's start").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+BUDGET_S = 0.3
+
+
+def command_paths() -> list[list[str]]:
+    """Every command and group of the CLI, as argument lists, from the command tree typer builds."""
+    import typer
+
+    from mogateway.cli import app
+
+    paths: list[list[str]] = []
+
+    def walk(command: object, path: list[str]) -> None:
+        paths.append(path)
+        if hasattr(command, "list_commands"):
+            for name in command.list_commands(None):  # type: ignore[attr-defined]
+                sub = command.get_command(None, name)  # type: ignore[attr-defined]
+                if not getattr(sub, "hidden", False):
+                    walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return paths
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"  # nothing listens once the socket is closed
+
+
+def wall(args: list[str], runs: int) -> tuple[float, int]:
+    """The median wall time of ``runs`` processes running ``mogateway *args``, and the last exit code."""
+    times = []
+    code = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "mogateway", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+        times.append(time.perf_counter() - start)
+        code = done.returncode
+    return statistics.median(times), code
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--url", default=None, help="A running gateway's API (default: a closed port).")
+    parser.add_argument("--token", default="not-a-token", help="Its admin token (with --url).")
+    args = parser.parse_args()
+    url = args.url or closed_port_url()
+    api = ["--url", url, "--token", args.token]
+    cases = [[*path, "--help"] for path in command_paths()]
+    cases += [
+        ["secrets", "new-key"],
+        ["messages", "list", *api],
+        ["clients", "list", *api],
+        ["top", "--once", *api],
+    ]
+    baseline, _ = wall_python(args.runs)
+    print(
+        f"# {len(cases)} commands, median of {args.runs} runs each, MOGATEWAY_PURE="
+        f"{os.environ.get('MOGATEWAY_PURE', '')!r}; python -c pass: {baseline:.3f} s"
+    )
+    worst = 0.0
+    for case in cases:
+        seconds, code = wall(case, args.runs)
+        worst = max(worst, seconds)
+        shown = " ".join(a if a != args.token else "T" for a in case)
+        print(f"{seconds:6.3f} s  exit {code}  mogateway {shown}")
+    print(f"# slowest {worst:.3f} s (budget {BUDGET_S} s): {'within' if worst <= BUDGET_S else 'OVER'}")
+    return 0 if worst <= BUDGET_S else 1
+
+
+def wall_python(runs: int) -> tuple[float, int]:
+    """The interpreter's own start, for scale."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
