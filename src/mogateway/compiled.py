@@ -13,8 +13,11 @@ from, and runs the whole package from source when any differs, when the build wa
 interpreter, when there is no manifest beside the extension modules or they are not the ones it lists
 (a build is moving them in: it writes the manifest last), or when ``MOGATEWAY_PURE`` is set
 (to ``1``, or anything but ``0`` or empty). It is all or nothing: compiled modules call each other
-directly, so a module run from source would not be called by the compiled ones. :data:`STATUS` says
-which, and why; ``mogateway serve`` logs it and ``mogateway doctor`` shows it.
+directly, so a module run from source would not be called by the compiled ones. It runs from source too
+while a build is running (it holds ``.compile.lock``: ``scripts/serve.sh`` starts one in the background
+on a first start), and a process that runs from source never loads an extension module, not even one a
+build moves in after it started. :data:`STATUS` says which, and why; ``mogateway serve`` logs it and
+``mogateway doctor`` shows it, and ``serve``'s workers run as their supervisor does.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ __all__ = ["CHOSEN_PURE", "COMPILED", "MANIFEST", "STATUS", "compiled_modules", 
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: What ``scripts/compile.py`` built: the interpreter's extension suffix and each module's source digest.
 MANIFEST = PACKAGE_DIR / "compiled.json"
+#: Held by a build while it runs (scripts/compile.py; ``scripts/serve.sh`` starts one in the background).
+BUILD_LOCK = PACKAGE_DIR / ".compile.lock"
 _EXTENSION_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
@@ -75,12 +80,34 @@ class _FromSource:
 CHOSEN_PURE = os.environ.get("MOGATEWAY_PURE", "") not in ("", "0")
 
 
+def _building() -> bool:
+    """Whether a build is running now (it holds :data:`BUILD_LOCK`)."""
+    try:
+        fd = os.open(BUILD_LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _decide(sources: dict[str, Path]) -> tuple[bool, str]:
     """Whether to run the extension modules, and the status line that says so (module docstring)."""
+    building = "pure Python (a build of the pure layers is running: the next start runs it)"
     if not sources:
+        if _building():
+            return False, building
         return False, "pure Python (not compiled; scripts/compile.py builds the pure layers)"
     if CHOSEN_PURE:
         return False, f"pure Python (MOGATEWAY_PURE is set; {len(sources)} modules are built)"
+    if _building():
+        return False, building
     import json
 
     try:
