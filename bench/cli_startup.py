@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -39,10 +40,10 @@ def command_paths() -> list[list[str]]:
 
     paths: list[list[str]] = []
 
-    def walk(command: object, path: list[str]) -> None:
+    def walk(command: Any, path: list[str]) -> None:
         paths.append(path)
         if hasattr(command, "list_commands"):
-            for name in command.list_commands(None):  # type: ignore[attr-defined]
+            for name in command.list_commands(None):
                 sub = command.get_command(None, name)
                 if not getattr(sub, "hidden", False):
                     walk(sub, [*path, name])
