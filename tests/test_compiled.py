@@ -107,3 +107,46 @@ def test_the_build_and_its_source_compute_the_same(built_copy: Path) -> None:
     assert len(compiled_out) > 300
     for n, (a, b) in enumerate(zip(compiled_out[1:], pure_out[1:], strict=True), 1):
         assert a == b, f"item {n} differs: compiled {a!r}, pure {b!r}"
+
+
+def test_a_process_on_the_source_never_loads_a_build_moved_in_after_it_started(
+    built_copy: Path, tmp_path: Path
+) -> None:
+    """A first ``scripts/serve.sh`` starts the gateway on the source while the build runs in the background:
+    modules it imports after the build moved its extension modules in still come from the source."""
+    package = built_copy / "mogateway"
+    stash = tmp_path / "stash"
+    built = [p for p in built_copy.rglob("*.so")] + [package / "compiled.json"]
+    for path in built:  # the state of a fresh clone: no build yet
+        target = stash / path.relative_to(built_copy)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(target)
+    child = (
+        "import json, shutil, sys\n"
+        "from pathlib import Path\n"
+        "import mogateway.compiled as c\n"
+        f"stash, src = Path({str(stash)!r}), Path({str(built_copy)!r})\n"
+        "for path in stash.rglob('*'):\n"
+        "    if path.is_file():\n"
+        "        shutil.copy2(path, src / path.relative_to(stash))\n"
+        "import mogateway.smpp.pdu as p\n"
+        "print(json.dumps([c.COMPILED, p.__file__]))\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "MOGATEWAY_PURE"}
+    environ["PYTHONPATH"] = str(built_copy)
+    done = subprocess.run([sys.executable, "-c", child], env=environ, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    is_compiled, pdu_file = json.loads(done.stdout)
+    assert not is_compiled and pdu_file.endswith("pdu.py")
+    assert _show(built_copy)[0] is True  # the next start runs the build
+
+
+def test_a_start_while_a_build_runs_says_so_and_runs_the_source(built_copy: Path) -> None:
+    import fcntl
+
+    with open(built_copy / "mogateway" / ".compile.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as scripts/compile.py holds it while it builds
+        is_compiled, status, pdu_file = _show(built_copy)
+    assert not is_compiled and pdu_file.endswith("pdu.py")
+    assert "a build of the pure layers is running" in status
+    assert _show(built_copy)[0] is True
