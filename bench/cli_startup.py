@@ -114,6 +114,7 @@ def main() -> int:
         f"{os.environ.get('MOGATEWAY_PURE', '')!r}, source {args.src or 'this checkout'}; "
         f"python -c pass: {baseline:.3f} s; load {os.getloadavg()[0]:.2f}"
     )
+    print(f"{wall_trivial_typer(args.runs):6.3f} s wall  (a trivial two-command typer app: f --help)")
     worst = 0.0
     for case in cases:
         seconds, cpu, code = wall(case, args.runs, env)
@@ -122,6 +123,29 @@ def main() -> int:
         print(f"{seconds:6.3f} s wall {cpu:6.3f} s CPU  exit {code}  mogateway {shown}")
     print(f"# slowest {worst:.3f} s (budget {BUDGET_S} s): {'within' if worst <= BUDGET_S else 'OVER'}")
     return 0 if worst <= BUDGET_S else 1
+
+
+#: A two-command typer app: what typer itself takes to answer ``--help`` (the floor under every command).
+TRIVIAL_TYPER = """
+import typer
+app = typer.Typer()
+@app.command()
+def f(x: int = typer.Option(1, help="x")) -> None:
+    \"\"\"A trivial command.\"\"\"
+@app.command()
+def g() -> None:
+    \"\"\"Another.\"\"\"
+app(["f", "--help"])
+"""
+
+
+def wall_trivial_typer(runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", TRIVIAL_TYPER], check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def wall_python(runs: int) -> tuple[float, int]:
