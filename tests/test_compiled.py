@@ -150,3 +150,15 @@ def test_a_start_while_a_build_runs_says_so_and_runs_the_source(built_copy: Path
     assert not is_compiled and pdu_file.endswith("pdu.py")
     assert "a build of the pure layers is running" in status
     assert _show(built_copy)[0] is True
+
+
+def test_serve_workers_run_as_their_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervisor that started on the source (a build was running) starts its workers, restarted ones
+    included, on the source too, even once the build is in place: its start-up line stays true."""
+    from mogateway.cli import supervisor
+
+    monkeypatch.delenv("MOGATEWAY_PURE", raising=False)
+    monkeypatch.setattr(compiled, "COMPILED", False)
+    assert supervisor._worker_environment()["MOGATEWAY_PURE"] == "1"
+    monkeypatch.setattr(compiled, "COMPILED", True)
+    assert "MOGATEWAY_PURE" not in supervisor._worker_environment()
