@@ -145,8 +145,15 @@ def build(sources: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def _build_lock(*, wait: bool) -> Iterator[bool]:
-    """Hold :data:`LOCK` for one build; without ``wait``, yields False when another build holds it."""
+def _build_lock(*, wait: bool, held: int = -1) -> Iterator[bool]:
+    """Hold :data:`LOCK` for one build; without ``wait``, yields False when another build holds it.
+    ``held``: a descriptor of it already locked for this build (``--background`` hands one over)."""
+    if held >= 0:
+        try:
+            yield True
+        finally:
+            os.close(held)
+        return
     with open(LOCK, "a+b") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -171,31 +178,32 @@ def _install_mypy() -> None:
 
 
 def _start_in_background(sources: list[str]) -> int:
-    """Start this build detached, at nice 19, and say so (module docstring)."""
-    with _build_lock(wait=False) as free:
-        if not free:
-            print(
-                f"compile: a build is running in the background (log: {BACKGROUND_LOG}); "
-                "mogateway runs as pure Python until it is done"
-            )
-            return 0
+    """Start this build detached, at nice 19, and say so (module docstring). The lock passes to it
+    without a moment free: a gateway started right after this returns sees a build running."""
+    lock_fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock_fd)
+        print(
+            f"compile: a build is running in the background (log: {BACKGROUND_LOG}); "
+            "mogateway runs as pure Python until it is done"
+        )
+        return 0
     idle_io = ["ionice", "-c", "3"] if shutil.which("ionice") else []
+    command = [sys.executable, str(Path(__file__).resolve()), "--install-mypy"]
+    command += ["--after", str(BACKGROUND_DELAY_S), "--lock-fd", str(lock_fd)]
     with open(BACKGROUND_LOG, "ab") as log:
         subprocess.Popen(
-            [
-                *idle_io,
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--install-mypy",
-                "--after",
-                str(BACKGROUND_DELAY_S),
-            ],
+            [*idle_io, *command],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            pass_fds=(lock_fd,),
             start_new_session=True,  # not stopped by the terminal's Ctrl-C that stops the gateway
             preexec_fn=lambda: os.nice(19),
         )
+    os.close(lock_fd)  # the build holds the lock through its copy of the descriptor
     print(
         f"compile: building the pure layers with mypyc in the background ({len(sources)} modules, about "
         f"100 s on two cores; log: {BACKGROUND_LOG}): this start runs pure Python, the next the build"
@@ -208,6 +216,7 @@ def main() -> int:
     parser.add_argument("--require", action="store_true", help="fail when the build cannot be made")
     parser.add_argument("--background", action="store_true", help="build detached, after returning")
     parser.add_argument("--install-mypy", action="store_true", help="pip-install mypy when it is missing")
+    parser.add_argument("--lock-fd", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--after", type=float, default=0.0, help="seconds to wait, holding the lock, first")
     args = parser.parse_args()
     if os.environ.get("MOGATEWAY_PURE", "") not in ("", "0"):
@@ -219,7 +228,7 @@ def main() -> int:
         return 0
     if args.background:
         return _start_in_background(sources)
-    with _build_lock(wait=True):
+    with _build_lock(wait=True, held=args.lock_fd):
         time.sleep(args.after)  # a start during the wait runs the source, and says a build is running
         if _up_to_date(sources):  # built by the build this one waited for
             print(f"compile: up to date ({len(sources)} modules)")
