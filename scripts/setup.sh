@@ -43,9 +43,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed${extras}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  # --no-compile: the installed packages' bytecode is written when they are first imported, for the
-  # modules that are (a plain serve imports a fraction of them), not all at once before the first start.
-  PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q --no-compile -e ".${extras}"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".${extras}"
   touch "$stamp"
 fi
 # The pure layers compiled by mypyc from this source, about a tenth less CPU per MO (scripts/compile.py;
