@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
@@ -162,3 +163,42 @@ def test_serve_workers_run_as_their_supervisor(monkeypatch: pytest.MonkeyPatch) 
     assert supervisor._worker_environment()["MOGATEWAY_PURE"] == "1"
     monkeypatch.setattr(compiled, "COMPILED", True)
     assert "MOGATEWAY_PURE" not in supervisor._worker_environment()
+
+
+def test_one_build_at_a_time(tmp_path: Path) -> None:
+    """While a build holds its lock, ``--background`` (what a first scripts/serve.sh runs) starts no
+    second one, and a build in the foreground (scripts/test.sh) waits for it rather than race it."""
+    import fcntl
+
+    root = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.so", "compiled.json", "*.egg-info", ".compile.lock")
+    shutil.copytree(SRC, root / "src", ignore=ignore)  # a fresh clone: nothing built
+    (root / "scripts").mkdir()
+    shutil.copy2(SRC.parent / "scripts" / "compile.py", root / "scripts" / "compile.py")
+    script = str(root / "scripts" / "compile.py")
+    environ = {k: v for k, v in os.environ.items() if k != "MOGATEWAY_PURE"}
+    with open(root / "src" / "mogateway" / ".compile.lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a build is running
+        background = subprocess.run(
+            [sys.executable, script, "--background"], env=environ, capture_output=True, text=True, timeout=120
+        )
+        foreground = subprocess.Popen(
+            [sys.executable, script],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert foreground.stdout is not None
+            with selectors.DefaultSelector() as selector:  # a build that does not wait would not say so
+                selector.register(foreground.stdout, selectors.EVENT_READ)
+                ready = selector.select(timeout=60)
+            first_line = foreground.stdout.readline() if ready else ""
+        finally:
+            foreground.kill()
+            foreground.wait()
+    assert background.returncode == 0, background.stderr
+    assert "a build is running in the background" in background.stdout
+    assert "waiting for the build already running" in first_line
+    assert not list((root / "src").rglob("*.so"))
