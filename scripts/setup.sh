@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Create ./.venv and install mogateway into it (editable), with the test tools when called with "test".
 # Idempotent and quick when nothing changed: the install is redone only when pyproject.toml changes.
+# Then the compiled layers (scripts/compile.py): built now, or with MOGATEWAY_BUILD=background (what
+# scripts/serve.sh sets) started detached at nice 19 while the gateway starts on pure Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,18 +37,23 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: $python could not make a virtual environment (on Debian or Ubuntu: apt-get install python3-venv)" >&2
     exit 1
   fi
-  .venv/bin/python -m pip install -q --upgrade pip
+  # No pip self-upgrade: the pip a venv comes with installs this project (editable, pyproject), and the
+  # upgrade cost a first start several seconds (docs/benchmarks.md, "The first minute").
   echo "setup: .venv made with $(readlink -f .venv/bin/python) ($(.venv/bin/python --version 2>&1))"
 fi
 stamp=".venv/.installed${extras}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q -e ".${extras}"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".${extras}"
   touch "$stamp"
 fi
 # The pure layers compiled by mypyc from this source, about a tenth less CPU per MO (scripts/compile.py;
 # mogateway.compiled runs them only while they match their source). MOGATEWAY_PURE=1 skips it; without
 # a C compiler it says so and mogateway runs as pure Python. MOGATEWAY_COMPILE_REQUIRED=1 makes that fatal.
+# MOGATEWAY_BUILD=background returns at once and builds detached (scripts/compile.py --background).
 if [ "${MOGATEWAY_PURE:-0}" = "0" ]; then
-  .venv/bin/python -c 'import mypyc' 2>/dev/null || .venv/bin/python -m pip install -q "mypy>=1.10"
-  .venv/bin/python scripts/compile.py ${MOGATEWAY_COMPILE_REQUIRED:+--require}
+  if [ "${MOGATEWAY_BUILD:-now}" = "background" ]; then
+    .venv/bin/python scripts/compile.py --background
+  else
+    .venv/bin/python scripts/compile.py --install-mypy ${MOGATEWAY_COMPILE_REQUIRED:+--require}
+  fi
 fi

@@ -11,7 +11,6 @@ import typer
 from mogateway.cli.common import fail, print_json
 from mogateway.cli.doctor_findings import size
 from mogateway.cli.exit_codes import Exit
-from mogateway.config import ConfigError, load_settings
 
 __all__ = ["register"]
 
@@ -23,6 +22,7 @@ _POSTGRES = (
 
 def _journal(config: Path | None, database: str | None) -> str:
     """The SQLite file the settings name; fails for PostgreSQL and an in-memory database."""
+    from mogateway.config import ConfigError, load_settings
     from mogateway.edges.journal_hold import sqlite_path
 
     try:

@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NoReturn
 
-import httpx
 import typer
 from rich.console import Console
 
@@ -85,6 +84,8 @@ class ApiClient:
         content: bytes | None = None,
         content_type: str | None = None,
     ) -> Any:
+        import httpx  # here: the CLI starts without the HTTP stack (cli/__init__.py)
+
         headers = self._headers if content_type is None else {**self._headers, "content-type": content_type}
         try:
             resp = httpx.request(

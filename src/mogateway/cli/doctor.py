@@ -7,17 +7,19 @@ included), 1 when something did; ``--json`` prints the same for scripts.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mogateway.cli.common import fail, print_json
 from mogateway.cli.exit_codes import Exit
-from mogateway.config import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from mogateway.config import Settings
 
 __all__ = ["register"]
 
@@ -73,7 +75,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     ) -> None:
         """Check the settings, journal, queue, binds, limits and clients; one line each, with what to do."""
+        import asyncio
+
         from mogateway.cli.doctor_checks import run_checks, settings_view
+        from mogateway.config import ConfigError, load_settings
 
         try:
             settings = load_settings(config)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 import typer
@@ -11,7 +10,6 @@ from mogateway.cli.common import console, fail
 from mogateway.cli.exit_codes import Exit
 
 __all__ = ["register"]
-
 
 
 async def _run(url: str, check_only: bool) -> tuple[int, list[str]]:
@@ -54,6 +52,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Apply the journal's schema migrations (PostgreSQL). Safe to run again and from several nodes."""
+        import asyncio
+
         from mogateway.edges.storage import migrations
 
         url = database or os.environ.get("MOGATEWAY_DATABASE", "")

@@ -8,28 +8,23 @@ arguments are readable by every user of the machine (``ps``), its environment on
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import getpass
 import re
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mogateway.cli.common import fail
 from mogateway.cli.exit_codes import Exit
-from mogateway.config import ConfigError, Settings, load_settings
 from mogateway.config.sealed import BOUND, CONTEXTS, SealedValueError, is_sealed, open_value, seal_value
-from mogateway.edges.storage.sealing import (
-    KEY_SETTING,
-    OLD_KEY_SETTING,
-    Sealer,
-    SecretKeyError,
-    new_key,
-    parse_key,
-)
+
+if TYPE_CHECKING:  # the settings and the journal's sealing are imported when a command runs
+    from mogateway.config import Settings
+    from mogateway.edges.storage.sealing import Sealer
 
 __all__ = ["register"]
 
@@ -40,6 +35,8 @@ secrets_app = typer.Typer(help="Encryption of client secrets at rest.", no_args_
 def new_key_command() -> None:
     """Print a new key for secret_key (32 random bytes, url-safe base64). Keep it out of shell history:
     `umask 077; mogateway secrets new-key > secret.key`."""
+    from mogateway.edges.storage.sealing import new_key
+
     typer.echo(new_key())
 
 
@@ -62,6 +59,7 @@ def _truncate_wal(path: Path) -> bool:
 
 
 async def _rewrite(settings: Settings, sealer: Sealer) -> int:
+    from mogateway.edges.storage.sealing import SecretKeyError
     from mogateway.node import open_journal
 
     journal = open_journal(settings, sealer)
@@ -103,6 +101,11 @@ def reencrypt(
     Secrets in plain text are encrypted; secrets under another key are opened with old_secret_key
     (MOGATEWAY_OLD_SECRET_KEY). Safe to run again; make no client changes while it runs.
     """
+    import asyncio
+
+    from mogateway.config import ConfigError, load_settings
+    from mogateway.edges.storage.sealing import KEY_SETTING, OLD_KEY_SETTING, Sealer, parse_key
+
     try:
         settings = load_settings(config)
     except ConfigError as exc:
@@ -173,6 +176,9 @@ def seal(
     the way to move the config file's sealed values to a new key. Write the printed `sealed:v1:…` in
     place of the secret.
     """
+    from mogateway.config import ConfigError, load_settings
+    from mogateway.edges.storage.sealing import KEY_SETTING, parse_key
+
     if context not in CONTEXTS:
         fail(f"--context must be one of {', '.join(CONTEXTS)} (got {context!r})", Exit.USAGE)
     if context in BOUND and not re.fullmatch(r"[0-9]{1,32}", number):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -11,16 +10,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mogateway.cli.common import fail
 from mogateway.cli.exit_codes import Exit
-from mogateway.config import ConfigError, Settings, load_settings
-from mogateway.core.ports import SecretKeyError
-from mogateway.logs import setup_logging
-from mogateway.node import WorkerSeat
+
+if TYPE_CHECKING:  # the server is imported when the command runs, not to list it (cli/__init__.py)
+    from mogateway.config import Settings
+    from mogateway.node import WorkerSeat
 
 __all__ = ["register"]
 
@@ -28,12 +27,16 @@ __all__ = ["register"]
 async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int = -1) -> int:
     """Run one gateway process: the whole gateway, or (with ``seat``) one of its workers, which tells
     the supervisor on ``ready_fd`` once it serves."""
+    import asyncio
+
     import uvicorn
 
     from mogateway.api.app import create_app
     from mogateway.api.server import Limits, connection_cap, raise_open_files_limit, server_config
     from mogateway.cli.heap import settle_heap
     from mogateway.cli.supervisor import interpreter, listening_socket
+    from mogateway.config import ConfigError
+    from mogateway.core.ports import SecretKeyError
     from mogateway.node import Gateway
 
     open_files, before = raise_open_files_limit()
@@ -135,6 +138,8 @@ def _keep_running_after_a_stop_signal(server: Any) -> None:
 async def _announce(server: Any, ready_fd: int) -> None:
     """Tell the supervisor this worker serves (it waits for every worker before it says so), then beat
     on the same pipe every :data:`HEARTBEAT_S` from the event loop: a loop that stalls stops beating."""
+    import asyncio
+
     try:
         while not server.started:
             await asyncio.sleep(0.01)
@@ -156,6 +161,8 @@ async def _notify_systemd(server: Any, settings: Settings) -> None:
     """One process serving on its own: ``READY=1`` to systemd once it takes traffic, ``WATCHDOG=1`` from
     this event loop, ``STOPPING=1`` once the server begins to stop (edges.systemd); nothing when not
     started by systemd."""
+    import asyncio
+
     from mogateway.edges.systemd import Notifier
 
     notifier = Notifier()
@@ -215,6 +222,8 @@ def _hold_journal(settings: Settings) -> None:
 
 
 def _parse_seat(value: str, count: int) -> WorkerSeat:
+    from mogateway.node import WorkerSeat
+
     index, _, directory = value.partition(":")
     if not index.isdigit() or not directory or not 0 <= int(index) < count:
         fail(f"--worker-seat {value!r} is not <index>:<directory> for {count} workers", Exit.USAGE)
@@ -239,6 +248,10 @@ def register(app: typer.Typer) -> None:
         ready_fd: int = typer.Option(-1, "--ready-fd", hidden=True),
     ) -> None:
         """Run the gateway on its embedded default (SQLite journal, in-process queue) or as configured."""
+        import asyncio
+
+        from mogateway.config import ConfigError, load_settings
+        from mogateway.logs import setup_logging
         from mogateway.service.private_files import serve_umask
 
         serve_umask()  # what it writes (journal, exports) is its user's alone (service/private_files.py)

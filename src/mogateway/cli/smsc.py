@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 
 from mogateway.cli.exit_codes import Exit
-from mogateway.testing.smsc import SimulatedSmsc
+
+if TYPE_CHECKING:  # the simulator (the SMPP stack) is imported when the command runs
+    from mogateway.testing.smsc import SimulatedSmsc
 
 console = Console(stderr=True, highlight=False)
 
@@ -41,6 +42,8 @@ def smsc_sim(
     interactive: Annotated[bool, typer.Option(help="read MOs to inject from standard input")] = True,
 ) -> None:
     """Run an SMSC simulator: accepts binds, prints submit_sm, sends receipts, injects MOs you type."""
+    import asyncio
+
     if split not in ("udh", "sar", "payload"):
         console.print(f"[red]error:[/] --split must be udh, sar or payload, not {split!r}")
         raise typer.Exit(Exit.USAGE)
@@ -73,6 +76,10 @@ async def _run(
     receipt_err: str | None,
     interactive: bool,
 ) -> None:
+    import asyncio
+
+    from mogateway.testing.smsc import SimulatedSmsc
+
     smsc = SimulatedSmsc(
         host,
         port,

@@ -181,6 +181,16 @@ def _check_port(settings: Settings) -> None:
 # ------------------------------------------------------------------------------------------ running
 
 
+def _worker_environment() -> dict[str, str]:
+    """The workers run as this process does (``mogateway.compiled``): on the source when it does, even if a
+    build (started in the background by ``scripts/serve.sh``) finished since it started, so that the
+    start-up line it printed stays true for every worker, restarted ones included."""
+    environment = dict(os.environ)
+    if not compiled.COMPILED:
+        environment["MOGATEWAY_PURE"] = "1"
+    return environment
+
+
 @dataclass
 class _Worker:
     index: int
@@ -221,7 +231,7 @@ class _Supervisor:
             str(write_fd),
         ]
         try:
-            worker.process = subprocess.Popen(command, pass_fds=(write_fd,))
+            worker.process = subprocess.Popen(command, pass_fds=(write_fd,), env=_worker_environment())
         finally:
             os.close(write_fd)
         worker.ready_fd = read_fd

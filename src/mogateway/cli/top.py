@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 import typer
 from rich.console import Group, RenderableType
 from rich.live import Live
@@ -157,6 +156,8 @@ def register(app: typer.Typer) -> None:
         token: str | None = TOKEN_OPTION,
     ) -> None:
         """The Overview in the terminal: live MO/s and replies/s, outcomes, clients, binds."""
+        import httpx
+
         api = ApiClient(url, token, "admin")
         doc = api.call("GET", "/v1/stats", params={"window": window})  # exits with a clear error if not
         if once:

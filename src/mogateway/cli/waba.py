@@ -10,32 +10,20 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mogateway.waba import (
-    ExitCode,
-    GraphClient,
-    GraphError,
-    GraphRequest,
-    Mark,
-    Migration,
-    MigrationOptions,
-    MigrationStopped,
-    PhoneError,
-    StateFile,
-    StateFileError,
-    TransportError,
-    parse_phone,
-    plan,
-)
-from mogateway.waba.graph import DEFAULT_GRAPH_URL, DEFAULT_VERSION, redact
-from mogateway.waba.options import GATEWAY_VERIFY_TOKEN_ENV, gateway_callback_url
+from mogateway.waba.endpoint import DEFAULT_GRAPH_URL, DEFAULT_VERSION
+
+# The migration (phonenumbers, pydantic) is imported when a command runs, not to list them (cli/__init__.py).
+from mogateway.waba.errors import ExitCode, GraphError, MigrationStopped, TransportError
+
+if TYPE_CHECKING:
+    from mogateway.waba import GraphRequest, Mark, MigrationOptions, StateFile
 
 EXIT_CODES_HELP = "Exit status: " + "; ".join(
     f"{int(code)} {text}"
@@ -60,11 +48,19 @@ waba_app = typer.Typer(
     no_args_is_help=True,
 )
 
+
+def _redact(text: str, *secrets: str) -> str:
+    from mogateway.waba.graph import redact  # the Graph client (httpx): only when a command runs
+
+    return redact(text, *secrets)
+
+
+#: How each :class:`~mogateway.waba.prompts.Mark` is shown, by its name.
 _MARKS = {
-    Mark.OK: "[green]✓[/green]",
-    Mark.FAIL: "[red]✗[/red]",
-    Mark.UNKNOWN: "[yellow]?[/yellow]",
-    Mark.WARN: "[yellow]![/yellow]",
+    "OK": "[green]✓[/green]",
+    "FAIL": "[red]✗[/red]",
+    "UNKNOWN": "[yellow]?[/yellow]",
+    "WARN": "[yellow]![/yellow]",
 }
 
 
@@ -78,7 +74,7 @@ class RichUI:
 
     def clean(self, text: str) -> str:
         """``text`` without secrets, escaped for rich markup."""
-        return escape(redact(text, *self._secrets))
+        return escape(_redact(text, *self._secrets))
 
     def step(self, title: str) -> None:
         """A step starts."""
@@ -86,7 +82,7 @@ class RichUI:
 
     def check(self, mark: Mark, text: str) -> None:
         """One checked fact."""
-        self.out.print(f"  {_MARKS[mark]} {self.clean(text)}")
+        self.out.print(f"  {_MARKS[mark.name]} {self.clean(text)}")
 
     def info(self, text: str) -> None:
         """Progress or advice."""
@@ -110,7 +106,7 @@ class RichUI:
         # click's hidden prompt (getpass underneath) also works under test runners.
         return str(
             typer.prompt(
-                f"  {redact(prompt, *self._secrets)}", hide_input=True, default="", show_default=False
+                f"  {_redact(prompt, *self._secrets)}", hide_input=True, default="", show_default=False
             )
         )
 
@@ -132,11 +128,13 @@ def _usage(message: str) -> _UsageError:
 
 
 def _request_lines(request: GraphRequest, client_url: str, secrets: list[str]) -> list[str]:
+    import httpx
+
     url = httpx.URL(client_url, params=dict(request.params) or None)
     lines = [f"{request.method} {url}", "Authorization: Bearer ***"]
     if request.json is not None:
         lines += ["Content-Type: application/json", json.dumps(dict(request.json))]
-    return [redact(line, *secrets) for line in lines]
+    return [_redact(line, *secrets) for line in lines]
 
 
 def _continue_command(args: dict[str, Any]) -> str:
@@ -207,6 +205,18 @@ def migrate(
     in the state file so that running the same command again continues where it stopped. The access
     token is read from the environment (never from an argument).
     """
+    from mogateway.waba import (
+        GraphClient,
+        Mark,
+        Migration,
+        MigrationOptions,
+        PhoneError,
+        StateFile,
+        StateFileError,
+        parse_phone,
+    )
+    from mogateway.waba.options import GATEWAY_VERIFY_TOKEN_ENV, gateway_callback_url
+
     out = Console(soft_wrap=True, highlight=False)
     err = Console(stderr=True, soft_wrap=True, highlight=False)
     is_interactive = sys.stdin.isatty() if interactive is None else interactive
@@ -253,7 +263,7 @@ def migrate(
         err.print(f"[red]✗[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
     except MigrationStopped as stop:
-        err.print(f"[red]✗[/red] {escape(redact(stop.title, *secrets))}")
+        err.print(f"[red]✗[/red] {escape(_redact(stop.title, *secrets))}")
         raise typer.Exit(stop.exit_code) from None
 
     state_file = StateFile(state_path)
@@ -323,7 +333,7 @@ def _report_stop(
     err: Console, stop: MigrationStopped, state_path: Path, args: dict[str, Any], secrets: list[str]
 ) -> None:
     def clean(text: str) -> str:
-        return escape(redact(text, *secrets))
+        return escape(_redact(text, *secrets))
 
     if stop.exit_code is ExitCode.NEEDS_CODE:
         err.print(f"\n[yellow]…[/yellow] {clean(stop.title)}")
@@ -349,6 +359,8 @@ def _dry_run(
     version: str,
     secrets: list[str],
 ) -> None:
+    from mogateway.waba import StateFileError, plan
+
     pid = None
     if state_file.exists():
         try:

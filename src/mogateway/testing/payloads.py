@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
 
 from mogateway import __version__
 from mogateway.client.message import InboundMessage, parse_message
@@ -25,8 +24,16 @@ from mogateway.core.message import Message, check_business_number
 from mogateway.core.numbering import normalize_msisdn
 from mogateway.core.signing import signature_headers
 from mogateway.edges.numbering_files import sender_resolver
+from mogateway.testing.defaults import (
+    DEFAULT_BUSINESS_NUMBER,
+    DEFAULT_MSISDN,
+    DEFAULT_SHORTCODE,
+    DEFAULT_TOKEN,
+    Channel,
+)
 
 __all__ = [
+    "Channel",
     "DEFAULT_BUSINESS_NUMBER",
     "DEFAULT_MSISDN",
     "DEFAULT_SHORTCODE",
@@ -37,15 +44,6 @@ __all__ = [
     "new_message_id",
 ]
 
-#: The channels a made-up MO can come by.
-Channel = Literal["sms", "whatsapp"]
-
-DEFAULT_MSISDN = "919812345678"
-DEFAULT_SHORTCODE = "56767"
-#: The business number a made-up WhatsApp MO was sent to (the fake Graph API's default number).
-DEFAULT_BUSINESS_NUMBER = "919876543210"
-#: The token the helpers put in ``authorization`` unless told otherwise (tests only!).
-DEFAULT_TOKEN = "test-token"
 
 
 def new_message_id() -> str:

@@ -16,10 +16,9 @@ from typing import Any
 
 import httpx
 
+from mogateway.waba.endpoint import DEFAULT_GRAPH_URL, DEFAULT_VERSION
 from mogateway.waba.errors import GraphError, Retry, TransportError
 
-DEFAULT_GRAPH_URL = "https://graph.facebook.com"
-DEFAULT_VERSION = "v25.0"
 MAX_RESPONSE_BYTES = 1 << 20  # Graph answers here are small; a huge body is an error, not data.
 TIME_SCALE_ENV = "MOGATEWAY_WABA_TIME_SCALE"
 REDACTED = "***"
