@@ -4,6 +4,7 @@ Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), 
 (:class:`TokenVerifier`) and the signature of signed callbacks (:func:`verify_signature`,
 :class:`SignatureVerifier`), route by keyword (:class:`KeywordRouter`) and serve a handler as an
 endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and ``mogateway.client.flask``.
+A WhatsApp handler may answer buttons, lists, media and more with :class:`WhatsAppAnswer`.
 The framework adapters are imported from their own modules so that FastAPI/Flask stay optional.
 """
 
@@ -17,6 +18,7 @@ from mogateway.client.responses import CallbackResponse
 from mogateway.client.router import KeywordRouter
 from mogateway.client.signatures import SignatureError, SignatureFailure, SignatureVerifier, verify_signature
 from mogateway.client.tokens import TokenVerifier, bearer_token
+from mogateway.client.whatsapp_answer import RichAnswerError, WhatsAppAnswer
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -29,11 +31,13 @@ __all__ = [
     "InvalidPayload",
     "KeywordRouter",
     "Reply",
+    "RichAnswerError",
     "Sender",
     "SignatureError",
     "SignatureFailure",
     "SignatureVerifier",
     "TokenVerifier",
+    "WhatsAppAnswer",
     "bearer_token",
     "parse_message",
     "verify_signature",
