@@ -214,6 +214,7 @@ def test_three_messages_are_sent_in_order_the_first_as_the_reply(stack: Stack) -
     assert submitted["parts"] == 3 and submitted["refs"] == [s["wamid"] for s in sends]
     assert submitted["detail"] == "text, image, interactive button"
     assert _event(msg, "outcome")["rich"] == ["text", "image", "interactive button"]
+    assert json.loads(msg["reply"]) == THREE  # the API shows the messages, not the stored form
 
 
 # ------------------------------------------------------------------------------------ refusals

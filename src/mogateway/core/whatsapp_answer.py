@@ -302,7 +302,7 @@ def _location(content: dict[str, Any], where: str) -> None:
     _only(content, where, "latitude", "longitude", "name", "address")
     for member, bound in (("latitude", 90.0), ("longitude", 180.0)):
         value = content.get(member)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise RichAnswerError(f"{where}.{member}", "is required and must be a number")
         if not -bound <= value <= bound:
             raise RichAnswerError(f"{where}.{member}", f"must be within ±{bound:g}")
