@@ -58,7 +58,8 @@ _CTA = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/interac
 _MEDIA = "https://developers.facebook.com/docs/whatsapp/cloud-api/reference/messages#media-object"
 _TEXT = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/text-messages"
 
-#: Meta's published limits, in characters (each with the page that states it).
+#: Meta's published limits, in characters (each with the page that states it; the one bound of the
+#: gateway's own is marked so).
 LIMITS: Final[dict[str, int]] = {
     "text.body": MAX_TEXT_UNITS,  # _TEXT: "Maximum 4096 characters"
     "interactive.body.text": 1024,  # _BUTTONS, _LIST, _CTA: body text "Maximum 1024 characters"
@@ -76,7 +77,7 @@ LIMITS: Final[dict[str, int]] = {
     "list.row.description": 72,  # _LIST: row description "Maximum 72 characters"
     "cta_url.display_text": 20,  # _CTA: button label text "Maximum 20 characters"
     "media.caption": 1024,  # _MEDIA: caption "Maximum 1024 characters" (image, video, document)
-    "media.filename": 240,  # _MEDIA: document filename (Meta keeps the extension; 240 is a file name)
+    "media.filename": 240,  # the gateway's own bound (_MEDIA states none): a file name, not a text
 }
 
 MEDIA_TYPES: Final = ("image", "document", "audio", "video", "sticker")

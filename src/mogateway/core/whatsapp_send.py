@@ -1,5 +1,6 @@
-"""WhatsApp Cloud API sending, pure: the request bodies, the text split into parts, the answer read, and
-what a sender does about each error. No I/O: the edge (``edges/whatsapp/graph_sender.py``) posts.
+"""WhatsApp Cloud API sending, pure: the request bodies (a text part, or any message object a rich answer
+holds: ``core.whatsapp_answer``), the text split into parts, the answer read, and what a sender does
+about each error. No I/O: the edge (``edges/whatsapp/graph_sender.py``) posts.
 
 Rules (facts in the reference notes on the Cloud API, §2 and §3):
 
