@@ -99,6 +99,9 @@ LIMIT_CASES: list[tuple[str, Callable[[], Message], Callable[[Message, int], Non
     ("cta display text", cta, lambda m, n: m["interactive"]["action"]["parameters"].update(display_text="a" * n), "cta_url.display_text"),
     ("image caption", image, lambda m, n: m["image"].update(caption="a" * n), "media.caption"),
     ("document filename", document, lambda m, n: m["document"].update(filename="a" * n), "media.filename"),
+    ("opaque data", image, lambda m, n: m.update(biz_opaque_callback_data="a" * n), "biz_opaque_callback_data"),
+    ("location name", lambda: {"type": "location", "location": {"latitude": 0, "longitude": 0}}, lambda m, n: m["location"].update(name="a" * n), "location.text"),
+    ("link", image, lambda m, n: m["image"].update(link="https://x.in/" + "a" * (n - 13)), "url"),
 ]  # fmt: skip
 
 
@@ -138,6 +141,9 @@ def test_the_published_limits() -> None:
         "cta_url.display_text": 20,
         "media.caption": 1024,
         "media.filename": 240,
+        "biz_opaque_callback_data": 512,
+        "location.text": 1000,
+        "url": 2000,
     }
 
 

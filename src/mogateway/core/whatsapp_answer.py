@@ -57,6 +57,8 @@ _LIST = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/intera
 _CTA = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/interactive-cta-url-messages"
 _MEDIA = "https://developers.facebook.com/docs/whatsapp/cloud-api/reference/messages#media-object"
 _TEXT = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/text-messages"
+_OPAQUE = "https://developers.facebook.com/docs/whatsapp/cloud-api/reference/messages"
+_LOCATION = "https://developers.facebook.com/docs/whatsapp/cloud-api/messages/location-messages"
 
 #: Meta's published limits, in characters (each with the page that states it; the one bound of the
 #: gateway's own is marked so).
@@ -78,6 +80,9 @@ LIMITS: Final[dict[str, int]] = {
     "cta_url.display_text": 20,  # _CTA: button label text "Maximum 20 characters"
     "media.caption": 1024,  # _MEDIA: caption "Maximum 1024 characters" (image, video, document)
     "media.filename": 240,  # the gateway's own bound (_MEDIA states none): a file name, not a text
+    "biz_opaque_callback_data": 512,  # _OPAQUE: "Maximum 512 characters"
+    "location.text": 1000,  # the gateway's own bound on a location's name and address (_LOCATION: none)
+    "url": 2000,  # the gateway's own bound on a link or a cta_url (Meta states none)
 }
 
 MEDIA_TYPES: Final = ("image", "document", "audio", "video", "sticker")
@@ -139,7 +144,7 @@ def check_message(message: Any, path: str = "whatsapp") -> dict[str, Any]:
     if extra:
         raise RichAnswerError(path, f"a {kind} message has no member {', '.join(extra)}")
     if "biz_opaque_callback_data" in message:
-        _text(message, "biz_opaque_callback_data", path, 512)  # Meta: "Maximum 512 characters"
+        _text(message, "biz_opaque_callback_data", path, LIMITS["biz_opaque_callback_data"])
     content = message.get(kind)
     where = f"{path}.{kind}"
     if kind == "contacts":
@@ -309,7 +314,7 @@ def _location(content: dict[str, Any], where: str) -> None:
             raise RichAnswerError(f"{where}.{member}", f"must be within ±{bound:g}")
     for member in ("name", "address"):
         if member in content:
-            _text(content, member, where, 1000)
+            _text(content, member, where, LIMITS["location.text"])
 
 
 def _contacts(content: Any, where: str) -> None:
@@ -367,7 +372,7 @@ def _flag(obj: dict[str, Any], member: str, where: str) -> None:
 
 
 def _url(obj: dict[str, Any], member: str, where: str) -> None:
-    value = _text(obj, member, where, 2000)
+    value = _text(obj, member, where, LIMITS["url"])
     if not value.startswith(("https://", "http://")) or any(c.isspace() for c in value):
         raise RichAnswerError(f"{where}.{member}", "must be an http(s) URL")
 
