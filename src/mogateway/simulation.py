@@ -92,7 +92,13 @@ async def simulate_once(
     """One callback to ``url``, judged as the gateway judges it."""
     body, headers = mo.request()
     return await exchange(
-        session, url, body, headers, deadline_s=deadline_s, unescape_newlines=unescape_newlines
+        session,
+        url,
+        body,
+        headers,
+        deadline_s=deadline_s,
+        unescape_newlines=unescape_newlines,
+        channel=mo.channel,
     )
 
 

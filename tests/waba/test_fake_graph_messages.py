@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -322,3 +323,61 @@ def test_handshake_get(receiver: CallbackRecorder) -> None:
 def test_media_kind_is_checked() -> None:
     with pytest.raises(ValueError, match="media kind"):
         wh.media(TO, "hologram")
+
+
+# -- rich sends ----------------------------------------------------------------------------------------
+
+BUTTONS: dict[str, Any] = {
+    "type": "interactive",
+    "interactive": {
+        "type": "button",
+        "body": {"text": "Pay now?"},
+        "action": {"buttons": [{"type": "reply", "reply": {"id": "pay", "title": "Pay"}}]},
+    },
+}
+
+
+def _buttons(n: int) -> list[dict[str, Any]]:
+    return [{"type": "reply", "reply": {"id": f"b{i}", "title": f"B{i}"}} for i in range(n)]
+
+
+def rich_send(fake: Fake, message: dict[str, Any], to: str = TO) -> httpx.Response:
+    body = {"messaging_product": "whatsapp", "recipient_type": "individual", "to": to, **message}
+    return fake.http.post(PATH, headers=AUTH, json=body)
+
+
+def test_a_rich_send_is_recorded_with_its_message_object(fake: Fake) -> None:
+    r = rich_send(fake, BUTTONS)
+    assert r.status_code == 200, r.text
+    (record,) = sent(fake)
+    assert record["type"] == "interactive" and record["message"] == BUTTONS
+    assert record["wamid"] == r.json()["messages"][0]["id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "member"),
+    [
+        (lambda m: m["interactive"]["action"]["buttons"][0]["reply"].update(title="x" * 21), 131009, "title"),
+        (lambda m: m["interactive"]["action"].update(buttons=_buttons(4)), 131009, "buttons"),
+        (lambda m: m["interactive"]["body"].update(text="x" * 1025), 131009, "body.text"),
+        (lambda m: m["interactive"].pop("body"), 100, "interactive.body"),
+        (lambda m: m["interactive"]["action"]["buttons"][0]["reply"].update(payload="x"), 100, "payload"),
+    ],
+)  # fmt: skip
+def test_a_rich_send_breaking_meta_s_limits_is_refused_as_meta_does(
+    fake: Fake, change: Any, code: int, member: str
+) -> None:
+    message = copy.deepcopy(BUTTONS)
+    change(message)
+    r = rich_send(fake, message)
+    assert r.status_code == 400
+    error = error_of(r)
+    assert error["code"] == code and member in error["error_data"]["details"]
+
+
+def test_after_lets_sends_through_before_the_scripted_error(fake: Fake) -> None:
+    script(fake, code=131026, to=TO, after=2, times=1)
+    codes = [rich_send(fake, BUTTONS).status_code for _ in range(4)]
+    assert codes == [200, 200, 400, 200]
+    assert [s["error"] for s in sent(fake)] == [None, None, 131026, None]
+    assert fake.http.post("/__fake/messages/errors", json={"code": 1, "after": -1}).status_code == 400

@@ -15,6 +15,7 @@ import orjson
 from mogateway.core.isotime import iso
 from mogateway.core.ports import MessageRecord
 from mogateway.core.timeline import Event, EventKind
+from mogateway.core.whatsapp_answer import decode_reply
 
 __all__ = ["iso", "message_json", "timeline_json"]
 
@@ -43,6 +44,15 @@ def timeline_json(events: list[Event]) -> list[dict[str, Any]]:
     return out
 
 
+def shown_reply(reply_text: str | None) -> str | None:
+    """A reply as people read it: a rich WhatsApp reply as the JSON array of its messages, without the
+    mark it is kept with (``core.whatsapp_answer``); a text reply as it is."""
+    if reply_text is None:
+        return None
+    rich = decode_reply(reply_text)
+    return reply_text if rich is None else orjson.dumps(list(rich)).decode()
+
+
 def message_json(record: MessageRecord, events: list[Event] | None = None) -> dict[str, Any]:
     """A message as the admin API shows it; with ``events``, its whole timeline too, and a WhatsApp MO's
     callback member (``whatsapp``, core.whatsapp_member) as the callback sends it."""
@@ -64,7 +74,7 @@ def message_json(record: MessageRecord, events: list[Event] | None = None) -> di
         "stored_at": iso(record.stored_at),
         "updated_at": iso(record.updated_at),
         "client_id": record.client_id,
-        "reply": record.reply_text,
+        "reply": shown_reply(record.reply_text),
     }
     if events is not None:
         out["timeline"] = timeline_json(events)

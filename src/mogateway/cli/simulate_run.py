@@ -15,6 +15,7 @@ from mogateway.core.callback_url import UrlRefused, check_url_shape
 from mogateway.core.contract import TsunixUnit
 from mogateway.core.dlt import DltInvalid, check_dlt_id
 from mogateway.core.text import count_parts
+from mogateway.core.whatsapp_answer import decode_reply, describe
 from mogateway.core.whatsapp_send import MAX_TEXT_UNITS as WHATSAPP_TEXT_LIMIT
 from mogateway.core.whatsapp_send import split_text, utf16_units
 from mogateway.service.caller import Exchange
@@ -149,8 +150,17 @@ def _attempts(x: Exchange) -> list[dict[str, Any]]:
 
 
 def _whatsapp(reply: str) -> dict[str, Any]:
+    rich = decode_reply(reply)
+    if rich is not None:  # a JSON answer the gateway would send as these messages, in order
+        return {"messages": len(rich), "rich": describe(rich), "sent": list(rich)}
     parts = split_text(reply)
     return {"messages": len(parts), "limit": WHATSAPP_TEXT_LIMIT, "lengths": [utf16_units(p) for p in parts]}
+
+
+def _shown_reply(reply: str) -> str:
+    """The reply as the JSON of its messages for a rich one, else as it is."""
+    rich = decode_reply(reply)
+    return reply if rich is None else orjson.dumps(list(rich), option=orjson.OPT_INDENT_2).decode()
 
 
 def _single_json(x: Exchange, channel: Channel = "sms") -> dict[str, Any]:
@@ -159,7 +169,7 @@ def _single_json(x: Exchange, channel: Channel = "sms") -> dict[str, Any]:
         "outcome": o.kind.value,
         "sends_reply": o.sends_reply,
         "status": o.status,
-        "reply": o.reply,
+        "reply": None if o.reply is None else _shown_reply(o.reply),
         "detail": o.detail,
         "elapsed_ms": round(x.elapsed_ms, 1),
         "attempts": _attempts(x),
@@ -181,7 +191,15 @@ def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
     kind = "WhatsApp MO" if mo.channel == "whatsapp" else "MO"
     lines = [f"POST {url}  {kind} {mo.msisdn} -> {mo.shortcode}: {mo.message!r}{signed}"]
     took = f"{x.elapsed_ms:.0f} ms"
-    if o.reply is not None and mo.channel == "whatsapp":
+    rich = decode_reply(o.reply) if o.reply is not None and mo.channel == "whatsapp" else None
+    if rich is not None:
+        lines.append(f"reply (status {o.status}) in {took}:")
+        lines.extend(f"  | {line}" for line in _shown_reply(o.reply or "").splitlines())
+        plural = "" if len(rich) == 1 else "s"
+        lines.append(
+            f"WhatsApp: a rich reply, {len(rich)} message{plural} in order: {', '.join(describe(rich))}"
+        )
+    elif o.reply is not None and mo.channel == "whatsapp":
         lengths = _whatsapp(o.reply)["lengths"]
         lines.append(f"reply (status {o.status}) in {took}:")
         lines.extend(f"  | {line}" for line in o.reply.splitlines())
@@ -199,6 +217,8 @@ def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
         lines.append(f"SMS: {sms.parts} part{plural}, {alphabet}, {sms.units} {unit}")
     else:
         lines.append(f"no reply ({o.kind.value}): {o.detail} — after {took}")
+        if mo.channel != "whatsapp" and o.detail == "content type 'application/json'":
+            lines.append('a JSON answer {"whatsapp": ...} is a rich reply on WhatsApp only (try --whatsapp)')
     if len(x.attempts) > 1:
         lines.append(f"attempts: {len(x.attempts)}")
         previous = ""

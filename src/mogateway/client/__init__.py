@@ -6,7 +6,8 @@ Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), 
 (:class:`WhatsAppMessage`, ``mogateway.client.whatsapp``), route by keyword (:class:`KeywordRouter`)
 and serve a handler as an endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and
 ``mogateway.client.flask``. The framework adapters are imported from their own modules so that
-FastAPI/Flask stay optional.
+FastAPI/Flask stay optional. A WhatsApp handler may answer buttons, lists, media and more
+with :class:`WhatsAppAnswer`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mogateway.client.router import KeywordRouter
 from mogateway.client.signatures import SignatureError, SignatureFailure, SignatureVerifier, verify_signature
 from mogateway.client.tokens import TokenVerifier, bearer_token
 from mogateway.client.whatsapp import WhatsAppMessage, parse_whatsapp
+from mogateway.client.whatsapp_answer import RichAnswerError, WhatsAppAnswer
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -32,12 +34,14 @@ __all__ = [
     "InvalidPayload",
     "KeywordRouter",
     "Reply",
+    "RichAnswerError",
     "Sender",
     "SignatureError",
     "SignatureFailure",
     "SignatureVerifier",
     "TokenVerifier",
     "WhatsAppMessage",
+    "WhatsAppAnswer",
     "bearer_token",
     "parse_message",
     "parse_whatsapp",

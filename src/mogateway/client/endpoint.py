@@ -30,6 +30,7 @@ from mogateway.client.signatures import (
     as_signature_verifier,
 )
 from mogateway.client.tokens import TokenVerifier
+from mogateway.client.whatsapp_answer import WhatsAppAnswer
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -172,7 +173,7 @@ class CallbackEndpoint:
             return self._overrun(parsed)
         except Exception:
             return self._failed(parsed)
-        return self._answer(answer)
+        return self._answer(answer, parsed)
 
     def handle_sync(self, body: bytes, message_id: str | None = None) -> CallbackResponse:
         """The answer to an already authorized request (WSGI servers: blocks the calling thread)."""
@@ -185,12 +186,20 @@ class CallbackEndpoint:
             return self._overrun(parsed)
         except Exception:
             return self._failed(parsed)
-        return self._answer(answer)
+        return self._answer(answer, parsed)
 
     # ------------------------------------------------------------------------- outcomes
 
     @staticmethod
-    def _answer(answer: Reply) -> CallbackResponse:
+    def _answer(answer: Reply, message: InboundMessage) -> CallbackResponse:
+        if isinstance(answer, WhatsAppAnswer):
+            if message.channel == "whatsapp":
+                return answer.response()
+            logger.warning(
+                "handler answered a WhatsApp answer to an SMS; answered no reply (message id %r)",
+                message.message_id,
+            )
+            return no_reply()
         return reply(answer) if answer else no_reply()
 
     def _overrun(self, message: InboundMessage) -> CallbackResponse:

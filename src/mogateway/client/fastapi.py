@@ -35,6 +35,7 @@ from mogateway.client.message import InboundMessage
 from mogateway.client.responses import CallbackResponse, no_reply, reply
 from mogateway.client.signatures import DEFAULT_TOLERANCE_S, SignatureVerifier
 from mogateway.client.tokens import TokenVerifier
+from mogateway.client.whatsapp_answer import WhatsAppAnswer
 
 __all__ = [
     "CallbackRejected",
@@ -54,8 +55,11 @@ def _to_response(answer: CallbackResponse) -> Response:
     )
 
 
-def reply_response(text: str | None) -> Response:
-    """200 text/plain with ``text``, or an empty body (no reply) for None/""."""
+def reply_response(text: str | WhatsAppAnswer | None) -> Response:
+    """200 text/plain with ``text``, or an empty body (no reply) for None/"", or a rich WhatsApp answer
+    (``application/json``, for a WhatsApp callback only)."""
+    if isinstance(text, WhatsAppAnswer):
+        return _to_response(text.response())
     return _to_response(reply(text) if text else no_reply())
 
 

@@ -16,11 +16,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 from mogateway.client.message import InboundMessage
+from mogateway.client.whatsapp_answer import WhatsAppAnswer
 
 __all__ = ["BudgetExceeded", "Handler", "HandlerRunner", "Reply", "is_async_handler"]
 
-#: What a handler answers: the reply text, or None (or "") for no reply.
-Reply: TypeAlias = str | None
+#: What a handler answers: the reply text, a rich WhatsApp answer (``client.whatsapp_answer``), or None
+#: (or "") for no reply.
+Reply: TypeAlias = str | WhatsAppAnswer | None
 #: A handler: sync or async callable taking the message. A sync callable may also return an awaitable
 #: (a router dispatching to an async handler does), which is then awaited within the same budget.
 Handler: TypeAlias = Callable[[InboundMessage], Reply | Awaitable[Reply]]
@@ -38,9 +40,9 @@ def is_async_handler(handler: Handler) -> bool:
 
 
 def _checked(result: object) -> Reply:
-    if result is None or isinstance(result, str):
+    if result is None or isinstance(result, str | WhatsAppAnswer):
         return result
-    raise TypeError(f"a handler must return str or None, not {type(result).__name__}")
+    raise TypeError(f"a handler must return str, WhatsAppAnswer or None, not {type(result).__name__}")
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:

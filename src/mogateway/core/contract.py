@@ -20,6 +20,10 @@ Rules stated here, before the code:
   for seconds. Both are taken from the same instant, truncated to the millisecond.
 * An answer is a reply only when the status is 200, the content type is ``text/plain`` (any charset) or
   absent, the body decodes and is not blank after unescaping. Everything else is a kind of "no reply".
+* On the WhatsApp channel only, a 200 answer with ``Content-Type: application/json`` whose body is
+  ``{"whatsapp": ...}`` is a rich reply when it keeps Meta's limits (``core.whatsapp_answer``): the
+  outcome's ``reply`` is then its stored form (``encode_reply``). A JSON answer that breaks a rule is a
+  bad response naming the member and the rule; on SMS any JSON answer is a bad response, as before.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from mypy_extensions import mypyc_attr
 
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Sender
+from mogateway.core.whatsapp_answer import RichAnswerError, check_answer, encode_reply
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -309,17 +314,22 @@ def judge_response(
     *,
     oversized: bool = False,
     unescape_newlines: bool = True,
+    channel: str = "sms",
 ) -> Outcome:
-    """Apply the outcome rules to a complete answer (``oversized``: more than 64 KiB was sent)."""
+    """Apply the outcome rules to a complete answer (``oversized``: more than 64 KiB was sent) to a
+    callback of ``channel`` (``sms`` or ``whatsapp``: only WhatsApp takes a JSON answer)."""
     if status != 200:
         return Outcome(OutcomeKind.HTTP_ERROR, status=status, detail=f"status {status}")
     media, charset = _media_type_and_charset(content_type)
-    if media not in ("", "text/plain"):
+    rich = media == "application/json" and channel == "whatsapp"
+    if media not in ("", "text/plain") and not rich:
         return Outcome(OutcomeKind.BAD_RESPONSE, status=status, detail=f"content type {media!r}")
     if oversized:
         return Outcome(
             OutcomeKind.BAD_RESPONSE, status=status, detail=f"body larger than {MAX_RESPONSE_BYTES} bytes"
         )
+    if rich:
+        return _judge_rich(status, body)
     try:
         text = body.decode(charset)
     except LookupError:
@@ -332,3 +342,18 @@ def judge_response(
     if not text:
         return Outcome(OutcomeKind.BLANK, status=status, detail="blank body")
     return Outcome(OutcomeKind.REPLY, status=status, reply=text)
+
+
+def _judge_rich(status: int, body: bytes) -> Outcome:
+    """A WhatsApp JSON answer: a rich reply, or a bad response saying which rule it breaks."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return Outcome(
+            OutcomeKind.BAD_RESPONSE, status=status, detail=f"rich answer: body is not JSON ({exc})"
+        )
+    try:
+        messages = check_answer(data)
+    except RichAnswerError as exc:
+        return Outcome(OutcomeKind.BAD_RESPONSE, status=status, detail=f"rich answer: {exc}")
+    return Outcome(OutcomeKind.REPLY, status=status, reply=encode_reply(messages))

@@ -1,5 +1,6 @@
-"""WhatsApp Cloud API sending, pure: the request bodies, the text split into parts, the answer read, and
-what a sender does about each error. No I/O: the edge (``edges/whatsapp/graph_sender.py``) posts.
+"""WhatsApp Cloud API sending, pure: the request bodies (a text part, or any message object a rich answer
+holds: ``core.whatsapp_answer``), the text split into parts, the answer read, and what a sender does
+about each error. No I/O: the edge (``edges/whatsapp/graph_sender.py``) posts.
 
 Rules (facts in the reference notes on the Cloud API, §2 and §3):
 
@@ -33,9 +34,11 @@ __all__ = [
     "action_for_code",
     "classify_answer",
     "mark_read_request",
+    "message_request",
     "network_failure",
     "parse_send_answer",
     "split_text",
+    "text_message",
     "text_message_request",
     "utf16_units",
 ]
@@ -167,18 +170,25 @@ def parse_send_answer(body: bytes) -> str | None:
     return wamid if isinstance(wamid, str) and wamid else None
 
 
+def text_message(body: str) -> dict[str, Any]:
+    """The message object of a text (no link preview): one part of a text reply."""
+    return {"type": "text", "text": {"preview_url": False, "body": body}}
+
+
+def message_request(to: str, message: dict[str, Any], context_wamid: str | None = None) -> bytes:
+    """The JSON body that sends ``message`` (a Cloud API message object without ``to``,
+    ``messaging_product``, ``recipient_type`` and ``context``: ``core.whatsapp_answer``) to ``to``
+    (digits), as a reply to ``context_wamid`` when given."""
+    request: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual", "to": to}
+    request.update(message)
+    if context_wamid:
+        request["context"] = {"message_id": context_wamid}
+    return orjson.dumps(request)
+
+
 def text_message_request(to: str, body: str, context_wamid: str | None = None) -> bytes:
     """The JSON body of a text send to ``to`` (digits), as a reply to ``context_wamid`` when given."""
-    message: dict[str, Any] = {
-        "messaging_product": "whatsapp",
-        "recipient_type": "individual",
-        "to": to,
-        "type": "text",
-        "text": {"preview_url": False, "body": body},
-    }
-    if context_wamid:
-        message["context"] = {"message_id": context_wamid}
-    return orjson.dumps(message)
+    return message_request(to, text_message(body), context_wamid)
 
 
 def mark_read_request(wamid: str) -> bytes:

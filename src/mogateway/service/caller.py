@@ -55,6 +55,7 @@ async def exchange(
     deadline_s: float,
     unescape_newlines: bool = True,
     allow_private: bool = True,
+    channel: str = "sms",
 ) -> Exchange:
     """POST ``body`` to ``url`` and judge the answer within ``deadline_s`` seconds."""
     clock = time.monotonic
@@ -112,6 +113,7 @@ async def exchange(
                         answer.body,
                         oversized=answer.oversized,
                         unescape_newlines=unescape_newlines,
+                        channel=channel,
                     )
                 )
     except TimeoutError:

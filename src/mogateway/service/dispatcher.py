@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from mogateway import __version__
 from mogateway.core.clients import ClientRecord, first_word
 from mogateway.core.contract import Outcome, OutcomeKind, callback_body, callback_headers
@@ -42,6 +44,7 @@ from mogateway.core.signing import signature_headers
 from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
 from mogateway.core.whatsapp import withholds_reply
+from mogateway.core.whatsapp_answer import decode_reply, describe
 from mogateway.service.caller import exchange
 from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
@@ -339,6 +342,7 @@ class Dispatcher:
                     deadline_s=client.timeout_s,
                     unescape_newlines=client.unescape_newlines,
                     allow_private=self._allow_private,
+                    channel=item.channel,
                 )
             finally:
                 gauge.dec()
@@ -427,7 +431,11 @@ class Dispatcher:
         if outcome.reply is None:
             return None, data
         if channel == "whatsapp":  # no SMS parts: its channel splits it at 4,096 characters
-            data.update(reply=outcome.reply, channel=channel)
+            rich = decode_reply(outcome.reply)
+            if rich is None:
+                data.update(reply=outcome.reply, channel=channel)
+            else:  # the timeline shows the messages as JSON; the journal keeps the encoded reply
+                data.update(reply=orjson.dumps(list(rich)).decode(), rich=describe(rich), channel=channel)
             return outcome.reply, data
         text, truncated = fit_parts(outcome.reply, self._reply_max_parts)
         parts = count_parts(text)

@@ -18,8 +18,10 @@ goes on with the next MO at once. Rules, in the order a reply meets them:
   recorded as possibly sent (``reply_unknown``) and not sent again — unless the operator asked for
   at-least-once replies (``reply_at_least_once``), in which case it waits and goes out again.
 * The channel refused it (not retryable): ``reply_failed`` with the channel's reason.
-* Before anything is sent, the client's DLT rules (``service.dlt``) decide: a reply matching one of its
-  templates carries its ids; with ``dlt_enforce`` a reply matching none is not sent (``reply_blocked``).
+* Before an SMS reply is sent, the client's DLT rules (``service.dlt``) decide: a reply matching one of
+  its templates carries its ids; with ``dlt_enforce`` a reply matching none is not sent
+  (``reply_blocked``). DLT is TRAI's rule for SMS only: a WhatsApp reply never meets it, whatever the
+  client's DLT settings (a client may have both shortcodes and WhatsApp numbers).
 * After a restart (:meth:`Replier.resume`): ``answered`` replies are sent; ``replying`` ones, cut off by
   the stop, become ``reply_unknown`` — or are sent again with at-least-once or on a channel that may be
   asked twice.
@@ -162,7 +164,7 @@ class Replier:
 
     def plan(self, message: Message, text: str, client: ClientRecord | None) -> PlannedReply:
         """The reply ``text`` to ``message`` as :meth:`send` will hand it over (see :class:`PlannedReply`)."""
-        verdict = self._dlt.verdict(client, text) if client is not None else NO_DLT
+        verdict = self._verdict(message, client, text)
         reply = Reply(message, text, verdict.ids)
         intent = None
         if not verdict.blocked:
@@ -212,6 +214,12 @@ class Replier:
             # A reply that waited before the stop keeps its validity, counted from the last change.
             await self._deliver(reply, record.client_id, record.updated_at)
 
+    def _verdict(self, message: Message, client: ClientRecord | None, text: str) -> Verdict:
+        """The client's DLT rules on an SMS reply; nothing for a WhatsApp one (DLT is SMS only)."""
+        if client is None or message.channel != "sms":
+            return NO_DLT
+        return self._dlt.verdict(client, text)
+
     # ------------------------------------------------------------------ one reply
 
     def _spawn(self, message_id: str, coro: Any) -> None:
@@ -250,7 +258,7 @@ class Replier:
             verdict = planned.verdict
         else:
             client = self._clients(client_id) if client_id else None
-            verdict = self._dlt.verdict(client, reply.text) if client is not None else NO_DLT
+            verdict = self._verdict(reply.message, client, reply.text)
         if verdict.blocked:
             await self._apply(verdict.blocked_change(mid, self._clock()))
             self._count(channel.name, "blocked")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -30,9 +31,10 @@ from mogateway.core.whatsapp_send import (
     SendFailure,
     classify_answer,
     mark_read_request,
+    message_request,
     network_failure,
     parse_send_answer,
-    text_message_request,
+    text_message,
 )
 
 __all__ = ["DEFAULT_GRAPH_URL", "GraphSendError", "GraphSender"]
@@ -93,9 +95,21 @@ class GraphSender:
         self, phone_number_id: str, access_token: str, to: str, body: str, *, context_wamid: str | None = None
     ) -> str:
         """Send one text (at most 4,096 characters: split first) to ``to``; returns its wamid."""
-        answer = await self._post(
-            phone_number_id, access_token, text_message_request(to, body, context_wamid)
+        return await self.send_message(
+            phone_number_id, access_token, to, text_message(body), context_wamid=context_wamid
         )
+
+    async def send_message(
+        self,
+        phone_number_id: str,
+        access_token: str,
+        to: str,
+        message: dict[str, Any],
+        *,
+        context_wamid: str | None = None,
+    ) -> str:
+        """Send one message object (``core.whatsapp_answer``: checked first) to ``to``; returns its wamid."""
+        answer = await self._post(phone_number_id, access_token, message_request(to, message, context_wamid))
         wamid = parse_send_answer(answer)
         if wamid is None:
             raise GraphSendError(
@@ -122,15 +136,32 @@ class GraphSender:
         """Send ``parts`` (from ``core.whatsapp_send.split_text``) in order, the first as a reply to
         ``context_wamid``; returns their wamids. A failure raises :class:`GraphSendError` whose ``sent``
         holds the wamids of the parts already sent (resume with ``parts[len(sent):]``)."""
+        messages = [text_message(part) for part in parts]
+        return await self.send_messages(
+            phone_number_id, access_token, to, messages, context_wamid=context_wamid
+        )
+
+    async def send_messages(
+        self,
+        phone_number_id: str,
+        access_token: str,
+        to: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        context_wamid: str | None = None,
+    ) -> list[str]:
+        """Send ``messages`` in order, the first as a reply to ``context_wamid``; returns their wamids. A
+        failure raises :class:`GraphSendError` whose ``sent`` holds the wamids of those already sent
+        (resume with ``messages[len(sent):]``)."""
         sent: list[str] = []
-        for i, part in enumerate(parts):
+        for i, message in enumerate(messages):
             try:
                 sent.append(
-                    await self.send_text(
+                    await self.send_message(
                         phone_number_id,
                         access_token,
                         to,
-                        part,
+                        message,
                         context_wamid=context_wamid if i == 0 else None,
                     )
                 )

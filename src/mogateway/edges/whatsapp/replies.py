@@ -4,8 +4,11 @@ Rules stated before the code (the facts are Meta's, see ``core.whatsapp_send``):
 
 * The MO's origin is ``whatsapp:<phone_number_id>``: the reply leaves from that number, with that
   number's access token, to the sender's ``wa_id``, the first part as a reply to the inbound wamid
-  (``context.message_id``). A reply longer than 4,096 characters is split (``split_text``); the wamids
-  the Graph API answers are the reply's refs, which the statuses webhooks name later.
+  (``context.message_id``). A reply longer than 4,096 characters is split (``split_text``); a rich reply
+  (``core.whatsapp_answer``, checked when the answer came) is its messages, in order. The wamids the
+  Graph API answers are the reply's refs, which the statuses webhooks name later.
+* A failure after some parts went says which: ``after k of n parts: <their wamids>`` in the timeline's
+  detail, whether the reply then fails or waits.
 * What an error means is decided by Graph's ``code`` (``classify_answer``), never by the status or text:
   ``fail_now`` (131047, 131026, 100, 131009, 131051...) → the reply fails at once, with the code and
   Meta's details in the timeline; ``retry_backoff`` / ``retry_this_recipient`` (130429, 131056, 1, 2,
@@ -28,7 +31,8 @@ from typing import Final
 
 from mogateway.config.whatsapp import WhatsAppSettings
 from mogateway.core.ports import Reply, ReplyError, ReplySubmitted
-from mogateway.core.whatsapp_send import SendAction, SendFailure, split_text
+from mogateway.core.whatsapp_answer import decode_reply, describe
+from mogateway.core.whatsapp_send import SendAction, SendFailure, split_text, text_message
 from mogateway.edges.whatsapp.graph_sender import GraphSender, GraphSendError
 
 __all__ = ["WhatsAppReplyChannel", "describe_failure"]
@@ -75,7 +79,9 @@ class WhatsAppReplyChannel:
         number = self.settings.number(pnid)
         if number is None:
             raise ReplyError(f"WhatsApp number {pnid or '?'} is not configured here")
-        parts = split_text(reply.text)
+        rich = decode_reply(reply.text)
+        parts = [text_message(p) for p in split_text(reply.text)] if rich is None else list(rich)
+        what = f"{len(parts)} text message(s)" if rich is None else ", ".join(describe(rich))
         now = time.time()
         self._forget_old(now)
         since, sent = self._progress.get(m.id, (now, []))
@@ -83,7 +89,7 @@ class WhatsAppReplyChannel:
             await handover()
         try:
             sent.extend(
-                await self.sender.send_parts(
+                await self.sender.send_messages(
                     pnid,
                     number.access_token.get_secret_value(),
                     m.msisdn,
@@ -95,7 +101,7 @@ class WhatsAppReplyChannel:
             sent.extend(exc.sent)
             raise self._error(exc.failure, pnid, sent, len(parts), m.id, since) from None
         self._progress.pop(m.id, None)
-        return ReplySubmitted(f"whatsapp:{pnid}", len(parts), list(sent), f"{len(parts)} text message(s)")
+        return ReplySubmitted(f"whatsapp:{pnid}", len(parts), list(sent), what)
 
     def _error(
         self, failure: SendFailure, pnid: str, sent: list[str], parts: int, message_id: str, since: float

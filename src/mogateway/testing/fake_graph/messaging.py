@@ -8,11 +8,16 @@ Cloud API and registered (a migration the fake has completed); the token must re
 What it checks of a send, in this order (the first failure wins, Meta's envelope): ``messaging_product``
 is ``whatsapp``; ``to`` is digits (a ``+`` and spaces allowed); ``recipient_type`` is ``individual``; the
 ``type`` is one Meta knows (131051 otherwise); a text has a non-empty ``text.body`` of at most 4,096
-UTF-16 code units (the strictest reading of Meta's "characters"); ``context`` has a ``message_id``. Then a
-scripted error, if one applies (:meth:`Messaging.script`), and otherwise a new wamid.
+UTF-16 code units (the strictest reading of Meta's "characters"); any other type (an interactive, a
+media, a location, contacts, a reaction) keeps Meta's published limits (``core.whatsapp_answer``): a
+value too long or too many of something answers 131009 ("Parameter value is not valid"), a missing or
+unknown member 100 ("Invalid parameter"), each with the member in the details; ``context`` has a
+``message_id``. Then a scripted error, if one applies (:meth:`Messaging.script`: ``after`` lets that
+many matching sends through first, to fail a part in the middle of a reply), and otherwise a new wamid.
 
-Every call (answered with a wamid or with an error) is recorded in :attr:`Messaging.messages`;
-mark-read calls in :attr:`Messaging.reads`.
+Every call (answered with a wamid or with an error) is recorded in :attr:`Messaging.messages`, with
+``message``: the message object as sent (the request without ``messaging_product``, ``recipient_type``,
+``to`` and ``context``); mark-read calls in :attr:`Messaging.reads`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from mogateway.core.whatsapp_answer import RichAnswerError, check_message
 from mogateway.core.whatsapp_send import MAX_TEXT_UNITS, utf16_units
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, not_found
 from mogateway.testing.fake_graph.world import World
@@ -99,12 +105,13 @@ def digits_of(number: str) -> str:
 @dataclass
 class ScriptedError:
     """Answer ``code`` to sends to ``to`` (digits; None: any recipient) ``times`` more times (None: until
-    cleared)."""
+    cleared), once ``after`` more matching sends went through."""
 
     code: int
     to: str | None = None
     times: int | None = 1
     details: str | None = None
+    after: int = 0
 
     def applies(self, to: str) -> bool:
         return (self.to is None or self.to == to) and (self.times is None or self.times > 0)
@@ -125,13 +132,20 @@ class Messaging:
         self.scripted.clear()
 
     def script(
-        self, code: int, *, to: str | None = None, times: int | None = None, details: str | None = None
+        self,
+        code: int,
+        *,
+        to: str | None = None,
+        times: int | None = None,
+        details: str | None = None,
+        after: int = 0,
     ) -> None:
         """Answer ``code`` to the next send (``to`` None, ``times`` defaults to 1) or to every send to
-        ``to`` (``times`` defaults to until cleared)."""
+        ``to`` (``times`` defaults to until cleared); ``after``: let that many matching sends through
+        first."""
         if times is None and to is None:
             times = 1
-        self.scripted.append(ScriptedError(code, digits_of(to) if to else None, times, details))
+        self.scripted.append(ScriptedError(code, digits_of(to) if to else None, times, details, after))
 
     def handle(
         self, world: World, token: dict[str, Any], pid: str, params: dict[str, Any], at: float
@@ -149,6 +163,9 @@ class Messaging:
         record = self._validate(pid, display, params, at)
         self.messages.append(record)
         scripted = next((s for s in self.scripted if s.applies(record["to"])), None)
+        if scripted is not None and scripted.after > 0:
+            scripted.after -= 1
+            scripted = None
         if scripted is not None:
             if scripted.times is not None:
                 scripted.times -= 1
@@ -202,6 +219,15 @@ class Messaging:
                     f"Param text['body'] must be at most {MAX_TEXT_UNITS} characters long."
                 )
             text = body
+        message = {k: v for k, v in params.items() if k not in _ENVELOPE}
+        if kind != "text" and kind != "template":
+            try:
+                check_message(message, "")
+            except RichAnswerError as exc:
+                member = exc.path.lstrip(".")
+                if any(w in exc.reason for w in _VALUE_WORDS):
+                    raise send_error(131009, f"{member}: {exc.reason}") from None
+                raise invalid_parameter(f"{member}: {exc.reason}") from None
         context = params.get("context")
         context_id = None
         if context is not None:
@@ -215,11 +241,18 @@ class Messaging:
             "type": kind,
             "text": text,
             "context_message_id": context_id,
+            "message": message,
             "wamid": None,
             "error": None,
             "at": at,
             "body": params,
         }
+
+
+#: What Meta sets around the message object (and the gateway around an answer's).
+_ENVELOPE = frozenset({"messaging_product", "recipient_type", "to", "context"})
+#: Reasons that mean a value out of Meta's limits (131009) rather than a missing or unknown member (100).
+_VALUE_WORDS = ("characters", "at most", " to ", "used by another", "within", "must be one of")
 
 
 def new_wamid(to: str) -> str:

@@ -306,9 +306,13 @@ async def _reads(request: web.Request) -> web.Response:
 
 
 async def _script_error(request: web.Request) -> web.Response:
-    """``{"code": 131047, "to": "9198...", "times": 2, "details": "..."}``: see Messaging.script."""
+    """``{"code": 131047, "to": "9198...", "times": 2, "details": "...", "after": 1}``: see
+    Messaging.script."""
     body = await _json_object(request)
     code, to, times, details = body.get("code"), body.get("to"), body.get("times"), body.get("details")
+    after = body.get("after", 0)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise web.HTTPBadRequest(text="after must be a non-negative integer")
     if not isinstance(code, int) or isinstance(code, bool):
         raise web.HTTPBadRequest(text="code must be an integer")
     if to is not None and not isinstance(to, str):
@@ -318,7 +322,7 @@ async def _script_error(request: web.Request) -> web.Response:
     if details is not None and not isinstance(details, str):
         raise web.HTTPBadRequest(text="details must be a string")
     messaging = request.app[MESSAGING_KEY]
-    messaging.script(code, to=to, times=times, details=details)
+    messaging.script(code, to=to, times=times, details=details, after=after)
     return web.json_response({"scripted": len(messaging.scripted)})
 
 
