@@ -24,7 +24,8 @@ from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import ADMIN_TOKEN, GatewayClient
-from test_whatsapp_end_to_end import (
+
+from .test_whatsapp_end_to_end import (
     APP_SECRET,
     BUSINESS,
     Stack,
