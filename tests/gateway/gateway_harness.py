@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import httpx
 
 from mogateway.api.app import create_app
+from mogateway.cli.supervisor import STOP_TIMEOUT_S
 from mogateway.config import Settings
 from mogateway.node import Gateway
 
@@ -377,11 +378,14 @@ class ServeProcess:
         return pid
 
     def stop(self) -> int:
-        """SIGTERM and wait (a graceful stop); falls back to SIGKILL."""
+        """SIGTERM and wait (a graceful stop); falls back to SIGKILL.
+
+        The wait outlasts the supervisor's own (``STOP_TIMEOUT_S``, after which it kills a worker that
+        did not stop and says so in its log): a slow worker shows as that line, not as this SIGKILL."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                return self.process.wait(15)
+                return self.process.wait(STOP_TIMEOUT_S + 10)
             except subprocess.TimeoutExpired:
                 self.kill()
         return self.process.returncode
