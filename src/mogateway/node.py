@@ -38,7 +38,9 @@ from prometheus_client import generate_latest
 
 from mogateway import __version__
 from mogateway.config import ConfigError, Settings
+from mogateway.config.settings import media_url_keys
 from mogateway.config.smpp import BindConfig
+from mogateway.core.media_url import signed_url
 from mogateway.core.numbering import NumberingDataError, SenderResolver
 from mogateway.core.ports import Journal, MessageRecord, NodeInfo, ReplyChannel
 from mogateway.edges.http1 import Http1Client
@@ -49,6 +51,7 @@ from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
+from mogateway.edges.whatsapp.media import GraphMedia
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
@@ -180,6 +183,9 @@ class Gateway:
         self.started_at = 0.0
         self.smpp: SmppBinds | None = None
         self.whatsapp: WhatsAppReplyChannel | None = None  # with a [whatsapp] table (api.whatsapp)
+        self.whatsapp_media: GraphMedia | None = None  # with a [whatsapp] table (api.whatsapp_media)
+        # The keys of signed media URLs (core.media_url), the signing one first.
+        self.media_url_keys: list[bytes] = media_url_keys(settings)
         self.dispatcher: Dispatcher | None = None
         self.replies: ReplyRouter | None = None
         self.replier: Replier | None = None
@@ -205,6 +211,7 @@ class Gateway:
         if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             self.replies.register("whatsapp", self.whatsapp)
+            self.whatsapp_media = GraphMedia(s.whatsapp.graph_url, s.whatsapp.api_version)
             self._warn_secrets_in_clear()
             self._warn_graph_url_in_clear()
         self.replier = Replier(
@@ -230,6 +237,7 @@ class Gateway:
             allow_private=s.allow_private_callbacks,
             lane_cap=mode.lane_cap(),
             health=self.journal_health,
+            media_url=self._media_url if s.public_url and s.whatsapp and self.media_url_keys else None,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery
@@ -305,8 +313,17 @@ class Gateway:
             await self._reply_session.close()
         if self.whatsapp is not None:
             await self.whatsapp.aclose()
+        if self.whatsapp_media is not None:
+            await self.whatsapp_media.aclose()
         await self.queue.close()
         await self.journal.close()
+
+    def _media_url(self, message_id: str, client_id: str, now: float) -> str:
+        """The signed URL of a message's media for a client (core.media_url), valid
+        ``whatsapp_media_url_ttl_s`` from ``now``."""
+        s = self.settings
+        exp = int(now) + s.whatsapp_media_url_ttl_s
+        return signed_url(s.public_url or "", self.media_url_keys[0], message_id, client_id, exp)
 
     def _warn_secrets_in_clear(self) -> None:
         """Once per gateway (the first worker says it): WhatsApp secrets written in clear although a
