@@ -11,7 +11,7 @@ Rules stated before the code (the pure ones are ``core.whatsapp_media`` and ``co
 * **Without a ``[whatsapp]`` table** the route answers 404, as the webhook does.
 * **Streaming.** The number's access token (from the message's origin, ``whatsapp:<phone_number_id>``)
   asks Graph for the media's URL and downloads it (``edges.whatsapp.media``); the bytes go to the client
-  as they come, 64 KiB at a time, never held whole, at the client's pace (a slow reader slows the
+  as they come (at most 64 KiB a read), never held whole, at the client's pace (a slow reader slows the
   download: uvicorn's write buffer pauses the sends). ``Content-Type`` is the message's MIME type (or
   the download's), ``Content-Length`` the download's (or Graph's ``file_size``).
 * **Checks.** A size above ``whatsapp_media_max_bytes`` (Graph's ``file_size`` or the download's
