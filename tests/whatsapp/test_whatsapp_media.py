@@ -362,3 +362,45 @@ def test_the_fetches_are_counted(stack: Media) -> None:
     assert metric(text, "mogateway_whatsapp_media_bytes_total") >= 50 * MiB
     assert metric(text, "mogateway_whatsapp_media_first_byte_seconds_count") >= 5
     assert "rehearsal-token" not in stack.serve.stderr()
+
+
+# ------------------------------------------------------------------------------------------- SDK
+
+
+def test_the_sdk_fetches_by_the_signed_url_or_the_token(stack: Media, tmp_path: Path) -> None:
+    from mogateway.client import MediaError, fetch_media, parse_message
+
+    media = stack.register(size=3 * MiB + 17, seed=21, mime_type="video/mp4")
+    mid, _member = stack.deliver("video", media)
+    call = next(c for c in stack.app.calls if c.headers.get("x-mogateway-message-id") == mid)
+    # The URL names the gateway by its public name: the SDK is pointed at it as an application would be.
+    body = call.body.replace(PUBLIC_URL.encode(), stack.serve.url.encode())
+    message = parse_message(body, message_id=mid)
+
+    target = tmp_path / "video.mp4"
+    assert fetch_media(message, to=target) is None
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == media["sha256_hex"]
+    # Without a signed URL: the gateway path with the client's own token.
+    plain = json.loads(body)
+    del plain["whatsapp"]["video"]["url"]
+    data = fetch_media(
+        json.dumps(plain), message_id=mid, token=stack.client_tokens["shop"], gateway_url=stack.serve.url
+    )
+    assert data is not None and hashlib.sha256(data).hexdigest() == media["sha256_hex"]
+    with pytest.raises(MediaError) as refused:
+        fetch_media(
+            json.dumps(plain), message_id=mid, token=stack.client_tokens["other"], gateway_url=stack.serve.url
+        )
+    assert (refused.value.status, refused.value.kind) == (404, "not-found")
+
+    # A body whose sha256 differs from the callback's: the SDK refuses it and leaves no file behind.
+    wrong = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+    bad_media = stack.register(size=MiB, seed=22, mime_type="video/mp4")
+    bad_mid, _ = stack.deliver("video", bad_media, sha256=wrong)
+    bad_call = next(c for c in stack.app.calls if c.headers.get("x-mogateway-message-id") == bad_mid)
+    bad = parse_message(
+        bad_call.body.replace(PUBLIC_URL.encode(), stack.serve.url.encode()), message_id=bad_mid
+    )
+    with pytest.raises(MediaError) as cut:
+        fetch_media(bad, to=tmp_path / "bad.mp4")
+    assert cut.value.kind == "cut-short" and not (tmp_path / "bad.mp4").exists()
