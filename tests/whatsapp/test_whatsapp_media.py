@@ -404,3 +404,34 @@ def test_the_sdk_fetches_by_the_signed_url_or_the_token(stack: Media, tmp_path: 
     with pytest.raises(MediaError) as cut:
         fetch_media(bad, to=tmp_path / "bad.mp4")
     assert cut.value.kind == "cut-short" and not (tmp_path / "bad.mp4").exists()
+
+
+# --------------------------------------------------------------------------------------- console
+
+
+def test_the_console_opens_the_media_for_a_signed_in_operator(stack: Media) -> None:
+    import re
+
+    media = stack.register(text="the photo the operator looks at", mime_type="image/png")
+    mid, _ = stack.deliver("image", media)
+    (text_id,) = json.loads(stack.meta.send(wh.text("919812348888", "no media here")).text)["ids"]
+    with httpx.Client(base_url=stack.serve.url) as browser:
+        # Not signed in: to the sign-in page, never the media.
+        assert "/console/login" in browser.get(f"/console/messages/{mid}/media").headers["location"]
+        form = browser.get("/console/login").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form)
+        assert csrf
+        signed = browser.post("/console/login", data={"csrf": csrf[1], "token": ADMIN_TOKEN})
+        assert signed.status_code == 303, signed.text
+        page = browser.get(f"/console/messages/{mid}")
+        assert f'href="/console/messages/{mid}/media"' in page.text and "open media" in page.text
+        link = browser.get(f"/console/messages/{mid}/media")
+        assert link.status_code == 303
+        target = link.headers["location"]
+        assert target.startswith(f"/v1/whatsapp/media/{mid}?client=operator&exp=")
+        opened = browser.get(target)
+        assert opened.status_code == 200 and opened.content == b"the photo the operator looks at"
+        assert opened.headers["content-type"] == "image/png"
+        # A text message's page has no such link.
+        text_page = browser.get(f"/console/messages/{text_id}")
+        assert text_page.status_code == 200 and "open media" not in text_page.text
