@@ -20,7 +20,8 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   fsynced, before the answer — as a :class:`~mogateway.core.message.Message` of origin
   ``whatsapp:<phone_number_id>`` whose source id is the wamid, so a webhook Meta delivers again is the
   same message (one row, one callback). Its type, and a media message's media id and MIME type, are in
-  its notes (the timeline's first entry); the media itself is not fetched.
+  its notes (the timeline's first entry); the media itself is fetched only when asked for
+  (``api.whatsapp_media``).
 * A sender that is not an Indian number (``wa_id`` 91 and ten digits) is recorded as rejected and never
   reaches a client; so is a person who came with a business-scoped user id only (a WhatsApp username
   user: the callback's ``msisdn`` is an Indian number, and there is none), the message stored with its
