@@ -136,7 +136,7 @@ async def _authorised(request: Request, gateway: Any, message_id: str) -> tuple[
     "routed to, or the admin token; 403 for a bad or expired signature, 404 for anything else it cannot "
     "show (another client's message included), 410 when Meta no longer has the media, 502/504 when "
     "Graph fails, 429 when the client has too many fetches in flight. The body is the media itself.",
-    **documented(403, 404, 410, 429, 502, 504, auth=None, ok_content=_MEDIA_CONTENT),
+    **documented(401, 403, 404, 410, 429, 502, 504, auth=None, ok_content=_MEDIA_CONTENT),
 )
 async def media(request: Request, message_id: str) -> Response:
     gateway = request.app.state.gateway
