@@ -52,6 +52,7 @@ from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
 from mogateway.edges.whatsapp.media import GraphMedia
+from mogateway.edges.whatsapp.media_store import MediaStore
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
@@ -184,6 +185,7 @@ class Gateway:
         self.smpp: SmppBinds | None = None
         self.whatsapp: WhatsAppReplyChannel | None = None  # with a [whatsapp] table (api.whatsapp)
         self.whatsapp_media: GraphMedia | None = None  # with a [whatsapp] table (api.whatsapp_media)
+        self.whatsapp_media_store: MediaStore | None = None  # with whatsapp_media_store set
         # The keys of signed media URLs (core.media_url), the signing one first.
         self.media_url_keys: list[bytes] = media_url_keys(settings)
         self.dispatcher: Dispatcher | None = None
@@ -212,6 +214,8 @@ class Gateway:
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             self.replies.register("whatsapp", self.whatsapp)
             self.whatsapp_media = GraphMedia(s.whatsapp.graph_url, s.whatsapp.api_version)
+            if s.whatsapp_media_store is not None:
+                self.whatsapp_media_store = MediaStore(s.whatsapp_media_store)
             self._warn_secrets_in_clear()
             self._warn_graph_url_in_clear()
         self.replier = Replier(
@@ -277,6 +281,9 @@ class Gateway:
                 seen_window_s=s.whatsapp.max_message_age_s if s.whatsapp else 8 * 86400,
             )
             self._tasks.append(asyncio.create_task(self.retention.run_forever(), name="retention"))
+        if self.whatsapp_media_store is not None and (self.seat is None or self.seat.index == 0):
+            # The kept media follow the journal's retention (edges.whatsapp.media_store).
+            self._tasks.append(asyncio.create_task(self._sweep_media_forever(), name="media-store-sweep"))
         self.dispatcher.start()
         self._tasks.append(asyncio.create_task(self.registry.refresh_forever(), name="registry-refresh"))
         self.started_at = time.time()
@@ -317,6 +324,24 @@ class Gateway:
             await self.whatsapp_media.aclose()
         await self.queue.close()
         await self.journal.close()
+
+    async def _sweep_media_forever(self, every_s: float = 300.0) -> None:
+        """Remove the kept media whose message retention deleted, at start and every ``every_s``."""
+        store = self.whatsapp_media_store
+        assert store is not None
+        journal = self.journal
+
+        async def exists(message_id: str) -> bool:
+            return await journal.get(message_id) is not None
+
+        while True:
+            try:
+                removed = await store.sweep(exists)
+                if removed:
+                    log.info("WhatsApp media store: removed %d files (retention)", removed)
+            except Exception as exc:
+                log.warning("WhatsApp media store sweep failed: %s: %s", type(exc).__name__, exc)
+            await asyncio.sleep(every_s)
 
     def _media_url(self, message_id: str, client_id: str, now: float) -> str:
         """The signed URL of a message's media for a client (core.media_url), valid

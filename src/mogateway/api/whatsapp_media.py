@@ -33,6 +33,8 @@ import hashlib
 import hmac
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -45,12 +47,14 @@ from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
 from mogateway.core.ids import ID_SHAPE
 from mogateway.core.media_url import EXPIRED, MEDIA_PATH, check
+from mogateway.core.message import Message
 from mogateway.core.ports import MessageRecord
 from mogateway.core.whatsapp_media import MediaRef, expected_digest, media_of, too_large
-from mogateway.edges.whatsapp.media import Download, MediaFetchError
+from mogateway.edges.whatsapp.media import MediaFetchError
+from mogateway.edges.whatsapp.media_store import StoreWriter
 from mogateway.service.throttle import Throttle
 
-__all__ = ["MEDIA_ROUTE", "OPERATOR", "router"]
+__all__ = ["MEDIA_ROUTE", "OPERATOR", "prefetch_media", "router"]
 
 MEDIA_ROUTE: Final = MEDIA_PATH.format("{message_id}")
 #: The ``client`` of a URL signed for the operator (the console): never a client id (``cl_…``).
@@ -160,6 +164,12 @@ async def stream_media(gateway: Any, record: MessageRecord, who: str) -> Respons
     limit = gateway.settings.whatsapp_media_max_bytes
     started = time.monotonic()
     _acquire(gateway, who)  # released by the stream after its last byte, or here on a failure
+    store = getattr(gateway, "whatsapp_media_store", None)
+    kept = await store.open(record.id) if store is not None else None
+    if kept is not None:  # the copy kept whole and checked when it was written (edges.whatsapp.media_store)
+        size, chunks = kept
+        source = _Source(chunks, _nothing, ref.mime_type, size, None)
+        return MediaStream(gateway, record.id, ref, source, limit, started, who)
     try:
         download = await fetcher.open(ref.media_id, number.access_token.get_secret_value())
     except MediaFetchError as exc:
@@ -183,7 +193,61 @@ async def stream_media(gateway: Any, record: MessageRecord, who: str) -> Respons
             kind="media-too-large",
         )
     digest = expected_digest(ref.sha256) or expected_digest(download.location.sha256)
-    return MediaStream(gateway, record.id, ref, download, size, digest, limit, started, who)
+    source = _Source(download.chunks(), download.aclose, download.content_type, size, digest)
+    writer = store.writer(record.id) if store is not None else None
+    return MediaStream(gateway, record.id, ref, source, limit, started, who, writer)
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass
+class _Source:
+    """Where the bytes come from: Graph's download or the kept copy."""
+
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], Awaitable[None]]
+    content_type: str
+    size: int | None
+    digest: bytes | None  # None: checked already (the kept copy)
+
+
+async def prefetch_media(gateway: Any, message: Message) -> None:
+    """Keep ``message``'s media in the store now (``whatsapp_media_store``), as it comes: spawned by
+    the webhook for each newly stored media message. Failures are logged by the store, never raised."""
+    store = getattr(gateway, "whatsapp_media_store", None)
+    fetcher = getattr(gateway, "whatsapp_media", None)
+    wa = gateway.settings.whatsapp
+    ref = media_of(message.whatsapp)
+    number = wa.number(message.origin.partition(":")[2]) if wa is not None else None
+    if store is None or fetcher is None or ref is None or number is None:
+        return
+    limit = gateway.settings.whatsapp_media_max_bytes
+
+    async def fetch(writer: StoreWriter) -> None:
+        download = await fetcher.open(ref.media_id, number.access_token.get_secret_value())
+        try:
+            size = (
+                download.content_length
+                if download.content_length is not None
+                else download.location.file_size
+            )
+            if too_large(size, limit):
+                return
+            async for chunk in download.chunks():
+                writer.write(chunk)
+                if writer.size > limit:
+                    return
+            digest = expected_digest(ref.sha256) or expected_digest(download.location.sha256)
+            if not await writer.finish(digest, size):
+                _say(
+                    "store", "WhatsApp media of message %s not kept: not whole, or not its sha256", message.id
+                )
+        finally:
+            await download.aclose()
+
+    await store.prefetch(message.id, fetch)
 
 
 def _say(key: str, text: str, *args: Any) -> None:
@@ -199,36 +263,37 @@ def _disposition(ref: MediaRef) -> str:
 
 
 class MediaStream(Response):
-    """The media's bytes as Graph sends them (module docstring: the last chunk waits for the sha256)."""
+    """The media's bytes as they come (module docstring: the last chunk waits for the sha256); a
+    ``writer`` (the store) gets every chunk and keeps the file when it is whole."""
 
     def __init__(
         self,
         gateway: Any,
         message_id: str,
         ref: MediaRef,
-        download: Download,
-        size: int | None,
-        digest: bytes | None,
+        source: _Source,
         limit: int,
         started: float,
         who: str,
+        writer: StoreWriter | None = None,
     ) -> None:
         headers = {"cache-control": "private, no-store", "content-disposition": _disposition(ref)}
-        if size is not None:
-            headers["content-length"] = str(size)
+        if source.size is not None:
+            headers["content-length"] = str(source.size)
         super().__init__(
             status_code=200,
             headers=headers,
-            media_type=ref.mime_type or download.content_type or "application/octet-stream",
+            media_type=ref.mime_type or source.content_type or "application/octet-stream",
         )
         self._gateway = gateway
         self._id = message_id
-        self._download = download
-        self._size = size
-        self._digest = digest
+        self._source = source
+        self._size = source.size
+        self._digest = source.digest
         self._limit = limit
         self._started = started
         self._who = who
+        self._writer = writer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = asyncio.Event()
@@ -243,25 +308,30 @@ class MediaStream(Response):
             result = await self._stream(send, gone)
         finally:
             watcher.cancel()
-            await self._download.aclose()
+            if self._writer is not None:
+                self._writer.abandon()  # a no-op once kept
+            await self._source.close()
             _release(self._who)
         self._gateway.metrics.whatsapp_media_fetches.labels(result).inc()
 
     async def _stream(self, send: Send, gone: asyncio.Event) -> str:
         metrics = self._gateway.metrics
+        writer = self._writer
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         metrics.whatsapp_media_first_byte.observe(time.monotonic() - self._started)
         hasher = hashlib.sha256()
         held = b""
         count = 0
         try:
-            async for chunk in self._download.chunks():
+            async for chunk in self._source.chunks:
                 if gone.is_set():
                     return "disconnected"
                 if held:
                     await send({"type": "http.response.body", "body": held, "more_body": True})
                     metrics.whatsapp_media_bytes.inc(len(held))
                 hasher.update(chunk)
+                if writer is not None:
+                    writer.write(chunk)
                 count += len(chunk)
                 held = chunk
                 if count > self._limit or (self._size is not None and count > self._size):
@@ -272,6 +342,8 @@ class MediaStream(Response):
             return self._cut("short", "%d bytes instead of the %d announced", count, self._size)
         if self._digest is not None and hasher.digest() != self._digest:
             return self._cut("sha256_mismatch", "its sha256 is not the webhook's (%d bytes)", count)
+        if writer is not None:
+            await writer.finish(self._digest, count)
         await send({"type": "http.response.body", "body": held, "more_body": False})
         metrics.whatsapp_media_bytes.inc(len(held))
         metrics.whatsapp_media_seconds.observe(time.monotonic() - self._started)

@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     whatsapp_media_url_ttl_s: int = Field(3600, ge=60, le=7 * 86400)
     whatsapp_media_max_bytes: int = Field(META_MAX_BYTES, ge=1024, le=META_MAX_BYTES)
     whatsapp_media_client_concurrency: int = Field(4, ge=1, le=1000)
+    # Off by default: a directory keeping each media message's bytes under the journal's retention
+    # (edges.whatsapp.media_store), so media outlive Meta's 7 days.
+    whatsapp_media_store: Path | None = None
 
     @field_validator("public_url")
     @classmethod
