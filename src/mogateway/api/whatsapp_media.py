@@ -34,6 +34,7 @@ import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -62,6 +63,18 @@ OPERATOR: Final = "operator"
 
 router = APIRouter(tags=["whatsapp"])
 log = logging.getLogger("mogateway.whatsapp")
+# Set when this request's answer is left unfinished on purpose (a cut body): uvicorn then logs "ASGI
+# callable returned without completing response." at ERROR, in the same task; the line above it (ours)
+# says why, so that one is dropped for these requests only.
+_cut_on_purpose: ContextVar[bool] = ContextVar("media_cut_on_purpose", default=False)
+
+
+class _PurposefulCut(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_cut_on_purpose.get() and "without completing response" in str(record.msg))
+
+
+logging.getLogger("uvicorn.error").addFilter(_PurposefulCut())
 _throttle = Throttle(10.0)
 # Fetches in flight in this process, by client id (or OPERATOR).
 _in_flight: dict[str, int] = {}
@@ -351,5 +364,6 @@ class MediaStream(Response):
 
     def _cut(self, result: str, why: str, *args: Any) -> str:
         """Leave the answer unfinished (the server closes the connection: the client sees it cut)."""
+        _cut_on_purpose.set(True)
         _say(result, "WhatsApp media of message %s cut short: " + why, self._id, *args)
         return result
