@@ -128,7 +128,15 @@ def test_a_second_fetch_of_the_same_client_at_once_is_429(plain: Plain) -> None:
         target=lambda: first.append(plain.gw.request("GET", f"/v1/whatsapp/media/{mid}", token=plain.token))
     )
     slow.start()
-    time.sleep(0.5)  # the first is waiting for Graph's lookup
+    deadline = time.monotonic() + 10
+    while not [
+        r
+        for r in httpx.get(plain.graph.url + "/__fake/requests").json()["data"]
+        if r["path"] == f"/{registered['id']}"
+    ]:
+        assert time.monotonic() < deadline, "the first fetch never reached Graph"
+        time.sleep(0.02)
+    # The first is now waiting for Graph's lookup (1.5 s), holding the client's one slot.
     second = plain.gw.request("GET", f"/v1/whatsapp/media/{mid}", token=plain.token)
     slow.join(10)
     assert second.status_code == 429, second.text

@@ -56,6 +56,23 @@ class Kept:
         return self.gw.request("GET", f"/v1/whatsapp/media/{mid}", token=self.token)
 
 
+def _wait_lookups(graph: FakeGraphServer, media_id: str, count: int = 1, timeout: float = 15.0) -> None:
+    """Until the fake Graph API was asked for ``media_id`` ``count`` times (the prefetch began)."""
+    deadline = time.monotonic() + timeout
+    while (
+        len(
+            [
+                r
+                for r in httpx.get(graph.url + "/__fake/requests").json()["data"]
+                if r["path"] == f"/{media_id}"
+            ]
+        )
+        < count
+    ):
+        assert time.monotonic() < deadline, "the media was never looked up"
+        time.sleep(0.05)
+
+
 def _wait_file(path: Path, timeout: float = 15.0) -> bytes:
     deadline = time.monotonic() + timeout
     while not path.is_file():
@@ -126,7 +143,8 @@ def test_a_media_that_is_not_its_sha256_is_never_kept(kept: Kept) -> None:
     media = kept.register(size=200_000, seed=2)
     other = kept.register(size=10, seed=3)  # a real digest, of other bytes
     mid = kept.deliver(media, sha256=other["sha256"])
-    time.sleep(1.5)
+    _wait_lookups(kept.graph, media["id"])
+    time.sleep(1.0)  # its download (200 kB on loopback) ends well within this
     assert not (kept.store / mid).exists()
     assert not [p for p in kept.store.iterdir() if p.name.startswith(".tmp-")]
 
@@ -135,7 +153,8 @@ def test_a_fetch_from_graph_keeps_what_the_first_try_missed(kept: Kept) -> None:
     media = kept.register(size=500_000, seed=4)
     kept.change(media["id"], break_after=100_000)  # the download at arrival breaks
     mid = kept.deliver(media)
-    time.sleep(1.5)
+    _wait_lookups(kept.graph, media["id"])
+    time.sleep(1.0)  # the broken download ends well within this
     assert not (kept.store / mid).exists()
     kept.change(media["id"], break_after=None)
     resp = kept.fetch(mid)  # streamed from Graph, and written to the store as it goes
