@@ -19,6 +19,7 @@ from mogateway.core.message import Message, Sender
 from mogateway.core.whatsapp_media import (
     MEDIA_TYPES,
     expected_digest,
+    is_media_member,
     media_failure,
     media_of,
     parse_media_answer,
@@ -102,6 +103,8 @@ def test_the_url_is_the_media_objects_last_member_and_nothing_else_changes() -> 
     assert with_media_url(text, "https://gw/x") == text
     location = member_json({"id": "w", "type": "location", "location": {"latitude": 1.0, "longitude": 2.0}})
     assert with_media_url(location, "https://gw/x") == location
+    assert is_media_member(member) and not is_media_member(text) and not is_media_member(location)
+    assert is_media_member('{"type":"image","v":1}')  # not the member's own order: read it to know
 
 
 def _message(channel_origin: str, member: str | None) -> Message:

@@ -42,6 +42,7 @@ __all__ = [
     "MediaLocation",
     "MediaRef",
     "expected_digest",
+    "is_media_member",
     "media_failure",
     "media_of",
     "parse_media_answer",
@@ -128,14 +129,18 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def is_media_member(member_json: str) -> bool:
+    """Whether ``member_json`` may be a media message's member (False only when it surely is not): a
+    string test on the member's leading ``type``, so a text's callback never pays for a signed URL."""
+    if not member_json.startswith(_TYPE_PREFIX):
+        return True  # not written by core.whatsapp_member: let with_media_url read it
+    return member_json[len(_TYPE_PREFIX) :].partition('"')[0] in MEDIA_TYPES
+
+
 def with_media_url(member_json: str, url: str) -> str:
     """``member_json`` with ``url`` as the last member of its media object; unchanged when the message
     is not a media message (or has no media id)."""
-    # Written by core.whatsapp_member: v, then type. A text, a location…: not parsed at all.
-    if (
-        member_json.startswith(_TYPE_PREFIX)
-        and member_json[len(_TYPE_PREFIX) :].partition('"')[0] not in MEDIA_TYPES
-    ):
+    if not is_media_member(member_json):  # a text, a location…: not parsed at all
         return member_json
     data = _member(member_json)
     if data is None:

@@ -45,6 +45,7 @@ from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
 from mogateway.core.whatsapp import withholds_reply
 from mogateway.core.whatsapp_answer import decode_reply, describe
+from mogateway.core.whatsapp_media import is_media_member
 from mogateway.service.caller import exchange
 from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
@@ -329,7 +330,7 @@ class Dispatcher:
         metrics = self._metrics
         routed_at = self._clock()
         media = None
-        if item.whatsapp is not None and self._media_url is not None:
+        if item.whatsapp is not None and self._media_url is not None and is_media_member(item.whatsapp):
             media = self._media_url(item.id, client.id, routed_at)  # signed at each dispatch, like the body
         body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms", media)
         headers = callback_headers(client.token, item.id, self._user_agent_version)
