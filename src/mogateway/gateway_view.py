@@ -44,6 +44,11 @@ class GatewayView(Protocol):
     def journal(self) -> Journal: ...
 
     @property
+    def media_url_keys(self) -> list[bytes]:
+        """The keys of signed media URLs (core.media_url), the signing one first."""
+        ...
+
+    @property
     def registry(self) -> Registry: ...
 
     @property

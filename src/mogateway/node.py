@@ -38,7 +38,9 @@ from prometheus_client import generate_latest
 
 from mogateway import __version__
 from mogateway.config import ConfigError, Settings
+from mogateway.config.settings import media_url_keys
 from mogateway.config.smpp import BindConfig
+from mogateway.core.media_url import signed_url
 from mogateway.core.numbering import NumberingDataError, SenderResolver
 from mogateway.core.ports import Journal, MessageRecord, NodeInfo, ReplyChannel
 from mogateway.edges.http1 import Http1Client
@@ -49,6 +51,8 @@ from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
+from mogateway.edges.whatsapp.media import GraphMedia
+from mogateway.edges.whatsapp.media_store import MediaStore
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
@@ -180,6 +184,10 @@ class Gateway:
         self.started_at = 0.0
         self.smpp: SmppBinds | None = None
         self.whatsapp: WhatsAppReplyChannel | None = None  # with a [whatsapp] table (api.whatsapp)
+        self.whatsapp_media: GraphMedia | None = None  # with a [whatsapp] table (api.whatsapp_media)
+        self.whatsapp_media_store: MediaStore | None = None  # with whatsapp_media_store set
+        # The keys of signed media URLs (core.media_url), the signing one first.
+        self.media_url_keys: list[bytes] = media_url_keys(settings)
         self.dispatcher: Dispatcher | None = None
         self.replies: ReplyRouter | None = None
         self.replier: Replier | None = None
@@ -205,6 +213,9 @@ class Gateway:
         if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             self.replies.register("whatsapp", self.whatsapp)
+            self.whatsapp_media = GraphMedia(s.whatsapp.graph_url, s.whatsapp.api_version)
+            if s.whatsapp_media_store is not None:
+                self.whatsapp_media_store = MediaStore(s.whatsapp_media_store)
             self._warn_secrets_in_clear()
             self._warn_graph_url_in_clear()
         self.replier = Replier(
@@ -230,6 +241,7 @@ class Gateway:
             allow_private=s.allow_private_callbacks,
             lane_cap=mode.lane_cap(),
             health=self.journal_health,
+            media_url=self._media_url if s.public_url and s.whatsapp and self.media_url_keys else None,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery
@@ -269,6 +281,9 @@ class Gateway:
                 seen_window_s=s.whatsapp.max_message_age_s if s.whatsapp else 8 * 86400,
             )
             self._tasks.append(asyncio.create_task(self.retention.run_forever(), name="retention"))
+        if self.whatsapp_media_store is not None and (self.seat is None or self.seat.index == 0):
+            # The kept media follow the journal's retention (edges.whatsapp.media_store).
+            self._tasks.append(asyncio.create_task(self._sweep_media_forever(), name="media-store-sweep"))
         self.dispatcher.start()
         self._tasks.append(asyncio.create_task(self.registry.refresh_forever(), name="registry-refresh"))
         self.started_at = time.time()
@@ -305,8 +320,35 @@ class Gateway:
             await self._reply_session.close()
         if self.whatsapp is not None:
             await self.whatsapp.aclose()
+        if self.whatsapp_media is not None:
+            await self.whatsapp_media.aclose()
         await self.queue.close()
         await self.journal.close()
+
+    async def _sweep_media_forever(self, every_s: float = 300.0) -> None:
+        """Remove the kept media whose message retention deleted, at start and every ``every_s``."""
+        store = self.whatsapp_media_store
+        assert store is not None
+        journal = self.journal
+
+        async def exists(message_id: str) -> bool:
+            return await journal.get(message_id) is not None
+
+        while True:
+            try:
+                removed = await store.sweep(exists)
+                if removed:
+                    log.info("WhatsApp media store: removed %d files (retention)", removed)
+            except Exception as exc:
+                log.warning("WhatsApp media store sweep failed: %s: %s", type(exc).__name__, exc)
+            await asyncio.sleep(every_s)
+
+    def _media_url(self, message_id: str, client_id: str, now: float) -> str:
+        """The signed URL of a message's media for a client (core.media_url), valid
+        ``whatsapp_media_url_ttl_s`` from ``now``."""
+        s = self.settings
+        exp = int(now) + s.whatsapp_media_url_ttl_s
+        return signed_url(s.public_url or "", self.media_url_keys[0], message_id, client_id, exp)
 
     def _warn_secrets_in_clear(self) -> None:
         """Once per gateway (the first worker says it): WhatsApp secrets written in clear although a

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, dlt, health, ingest, stats, whatsapp
+from mogateway.api import admin, cluster, dlt, health, ingest, stats, whatsapp, whatsapp_media
 from mogateway.api.apidocs import install_docs
 from mogateway.api.console import install_console
 from mogateway.api.headers import SecurityHeaders
@@ -67,6 +67,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.include_router(stats.router)
     app.include_router(health.router)  # /readyz
     app.include_router(whatsapp.router)
+    app.include_router(whatsapp_media.router)  # GET /v1/whatsapp/media/{message_id}
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)

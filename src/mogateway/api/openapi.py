@@ -39,12 +39,17 @@ INGEST = "ingest"
 _PROBLEM_WHY = {
     400: "The body is not valid JSON, or the client went away before sending all of it.",
     401: "The bearer token is missing or wrong (`WWW-Authenticate: Bearer`).",
+    403: "The signed URL is not valid (its signature) or has expired.",
     404: "No such resource.",
     409: "The request conflicts with the current state (the detail says how).",
     413: "The body (or the batch) is larger than the gateway accepts.",
     415: "The body is not JSON.",
+    410: "Gone: Meta no longer has this media (kept 7 days after the message).",
     422: "A field is invalid; `field` and `reason` name it (for a body, `errors` lists every one).",
+    429: "Too many requests of this client in flight; `retry_after_s` says when to try again.",
+    502: "Meta's Graph API failed, could not be reached, or the media breaks a limit (the detail says).",
     503: "The gateway cannot do this now (journal unavailable, not started); nothing was changed.",
+    504: "Meta's Graph API did not answer in time.",
 }
 
 

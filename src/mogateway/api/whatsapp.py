@@ -20,7 +20,8 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   fsynced, before the answer — as a :class:`~mogateway.core.message.Message` of origin
   ``whatsapp:<phone_number_id>`` whose source id is the wamid, so a webhook Meta delivers again is the
   same message (one row, one callback). Its type, and a media message's media id and MIME type, are in
-  its notes (the timeline's first entry); the media itself is not fetched.
+  its notes (the timeline's first entry); the media itself is fetched only when asked for
+  (``api.whatsapp_media``).
 * A sender that is not an Indian number (``wa_id`` 91 and ten digits) is recorded as rejected and never
   reaches a client; so is a person who came with a business-scoped user id only (a WhatsApp username
   user: the callback's ``msisdn`` is an Indian number, and there is none), the message stored with its
@@ -44,6 +45,8 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   acknowledged, not applied, and counted (``other_number``) — every number's webhooks are signed with
   the same app secret, so a number's webhook must not move another number's message.
 * Numbers with ``mark_read`` have each newly stored message marked read, after the answer.
+* With ``whatsapp_media_store`` set, each newly stored media message's media is fetched into the store
+  after the answer (``api.whatsapp_media.prefetch_media``).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
+from mogateway.api.whatsapp_media import prefetch_media
 from mogateway.core.message import Arrival, Message, Rejection, id_for_source
 from mogateway.core.whatsapp import (
     SIGNATURE_HEADER,
@@ -74,6 +78,7 @@ from mogateway.core.whatsapp import (
     signature_given,
     stored_only,
 )
+from mogateway.core.whatsapp_media import media_of
 from mogateway.core.whatsapp_member import member_json
 from mogateway.service.intake import MAX_SOURCE_ID
 from mogateway.service.throttle import Throttle
@@ -352,6 +357,10 @@ async def webhook(request: Request) -> Response:
         )
     if hook.statuses:
         await _record_statuses(gateway, hook.statuses)
+    if getattr(gateway, "whatsapp_media_store", None) is not None:  # whatsapp_media_store: kept now
+        for arrival, result in zip(arrivals, stored, strict=True):
+            if not result.duplicate and result.rejection is None and media_of(arrival.message.whatsapp):
+                _spawn(prefetch_media(gateway, dataclasses.replace(arrival.message, id=result.id)))
     channel = getattr(gateway, "whatsapp", None)
     if channel is not None:
         for arrival, result in zip(arrivals, stored, strict=True):

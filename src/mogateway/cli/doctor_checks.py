@@ -65,6 +65,28 @@ def check_compiled() -> Finding:
     return Finding("compiled", "warn", compiled.STATUS, "scripts/setup.sh builds them (scripts/compile.py)")
 
 
+def check_whatsapp_media(settings: Settings) -> Finding | None:
+    """Whether WhatsApp media callbacks carry a ``url`` (api.whatsapp_media); None without WhatsApp."""
+    if settings.whatsapp is None:
+        return None
+    if not settings.public_url:
+        return Finding(
+            "whatsapp-media",
+            "warn",
+            "public_url is not set: WhatsApp media callbacks carry the media id and no url, so "
+            "applications can fetch media only with their own token at /v1/whatsapp/media/{id}",
+            "set public_url (MOGATEWAY_PUBLIC_URL) to the gateway's external base URL, e.g. "
+            "https://gw.example.com",
+        )
+    where = "secret_key" if settings.secret_key else "the [whatsapp] app secret (no secret_key)"
+    return Finding(
+        "whatsapp-media",
+        "ok",
+        f"media callbacks carry a url under {settings.public_url}, signed with a key derived from "
+        f"{where}, valid {settings.whatsapp_media_url_ttl_s} s",
+    )
+
+
 # ------------------------------------------------------------------------------------------ queue
 
 
@@ -338,6 +360,9 @@ async def run_checks(
         findings.append(check_open_files(settings, sqlite_path(settings.database)))
         findings.append(check_file_modes(settings, backups))
         findings.append(check_compiled())
+        media = check_whatsapp_media(settings)
+        if media is not None:
+            findings.append(media)
         findings += await _guarded("callbacks", check_callbacks(settings, conn))
     finally:
         if conn is not None:

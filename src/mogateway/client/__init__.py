@@ -7,7 +7,8 @@ Parse and check the payload (:func:`parse_message` -> :class:`InboundMessage`), 
 and serve a handler as an endpoint: :class:`CallbackApp` (plain ASGI), ``mogateway.client.fastapi`` and
 ``mogateway.client.flask``. The framework adapters are imported from their own modules so that
 FastAPI/Flask stay optional. A WhatsApp handler may answer buttons, lists, media and more
-with :class:`WhatsAppAnswer`.
+with :class:`WhatsAppAnswer`, and fetch a media message's media through the gateway with
+:func:`fetch_media`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from mogateway.client.asgi import CallbackApp
 from mogateway.client.endpoint import DEFAULT_BUDGET_S, DEFAULT_MAX_BODY_BYTES, CallbackEndpoint
 from mogateway.client.handler import Handler, Reply
+from mogateway.client.media import MediaError, fetch_media
 from mogateway.client.message import InboundMessage, InvalidPayload, Sender, parse_message
 from mogateway.client.responses import CallbackResponse
 from mogateway.client.router import KeywordRouter
@@ -33,6 +35,7 @@ __all__ = [
     "InboundMessage",
     "InvalidPayload",
     "KeywordRouter",
+    "MediaError",
     "Reply",
     "RichAnswerError",
     "Sender",
@@ -43,6 +46,7 @@ __all__ = [
     "WhatsAppMessage",
     "WhatsAppAnswer",
     "bearer_token",
+    "fetch_media",
     "parse_message",
     "parse_whatsapp",
     "verify_signature",

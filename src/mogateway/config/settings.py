@@ -14,8 +14,10 @@ from mogateway.config.sealed import SealedValueError
 from mogateway.config.secret_key import parse_key
 from mogateway.config.smpp import SmppSettings
 from mogateway.config.whatsapp import WhatsAppSettings
+from mogateway.core.media_url import derive_key
+from mogateway.core.whatsapp_media import META_MAX_BYTES
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["ConfigError", "Settings", "load_settings", "media_url_keys"]
 
 
 class ConfigError(Exception):
@@ -92,6 +94,30 @@ class Settings(BaseSettings):
     nats: dict[str, Any] = Field(default_factory=dict)
     # The WhatsApp numbers served (config.whatsapp); None: no [whatsapp] table, no WhatsApp.
     whatsapp: WhatsAppSettings | None = None
+    # WhatsApp media through the gateway (api.whatsapp_media, docs/whatsapp.md "Media"): the gateway's
+    # external base URL (what clients reach it by, behind a TLS proxy); without it callbacks carry no
+    # media url. A signed url lives whatsapp_media_url_ttl_s; a media above whatsapp_media_max_bytes
+    # (Meta's largest, a 100 MB document, by default) is refused; each client fetches at most
+    # whatsapp_media_client_concurrency media at once per process.
+    public_url: str | None = None
+    whatsapp_media_url_ttl_s: int = Field(3600, ge=60, le=7 * 86400)
+    whatsapp_media_max_bytes: int = Field(META_MAX_BYTES, ge=1024, le=META_MAX_BYTES)
+    whatsapp_media_client_concurrency: int = Field(4, ge=1, le=1000)
+    # Off by default: a directory keeping each media message's bytes under the journal's retention
+    # (edges.whatsapp.media_store), so media outlive Meta's 7 days.
+    whatsapp_media_store: Path | None = None
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("https://", "http://")) or "?" in value or "#" in value:
+            raise ValueError("must be an http(s) base URL without a query, e.g. https://gw.example.com")
+        if not value.partition("://")[2].split("/")[0]:
+            raise ValueError("must name a host, e.g. https://gw.example.com")
+        return value
 
     @field_validator("database")
     @classmethod
@@ -161,6 +187,16 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+def media_url_keys(settings: Settings) -> list[bytes]:
+    """The keys of signed media URLs (``core.media_url``), the signing one first: derived from
+    ``secret_key`` (then ``old_secret_key``, which still verifies during a rotation) or, without one,
+    from the ``[whatsapp]`` app secret — secrets every node of a cluster shares. Empty without either."""
+    secrets = [parse_key(k.get_secret_value()) for k in (settings.secret_key, settings.old_secret_key) if k]
+    if not secrets and settings.whatsapp is not None:
+        secrets = [settings.whatsapp.app_secret.get_secret_value().encode("utf-8")]
+    return [derive_key(secret) for secret in secrets]
 
 
 class _TomlSource(PydanticBaseSettingsSource):

@@ -14,7 +14,8 @@ Rules stated here, before the code:
 * A WhatsApp MO (``Message.channel``) has one member more, after ``tsunix``: ``"channel": "whatsapp"``;
   its ``shortcode`` is the business number's digits, and after ``channel`` comes the ``whatsapp`` member
   (``core.whatsapp_member``: the message typed, version 1), spliced in as the exact text the message
-  carries (``Message.whatsapp``; absent for a WhatsApp MO stored without one). An SMS body has no
+  carries (``Message.whatsapp``; absent for a WhatsApp MO stored without one), with a media message's
+  signed ``url`` added when the gateway has one (``core.whatsapp_media``). An SMS body has no
   ``channel`` and no ``whatsapp`` (byte-identical to the seed's).
 * ``tsiso`` is ``yyyy-mm-ddThh:mm:ss.mmmZ`` in UTC; ``tsunix`` is milliseconds unless the client asked
   for seconds. Both are taken from the same instant, truncated to the millisecond.
@@ -39,6 +40,7 @@ from mypy_extensions import mypyc_attr
 from mogateway.core.immutable import immutable
 from mogateway.core.message import Message, Sender
 from mogateway.core.whatsapp_answer import RichAnswerError, check_answer, encode_reply
+from mogateway.core.whatsapp_media import with_media_url
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -118,9 +120,12 @@ def parse_tsiso(text: str) -> datetime:
 # ------------------------------------------------------------------------------------------ request
 
 
-def callback_body(message: Message, unit: TsunixUnit = "ms") -> bytes:
+def callback_body(message: Message, unit: TsunixUnit = "ms", media_url: str | None = None) -> bytes:
     """The exact bytes of the callback body for an accepted ``message`` (compact UTF-8 JSON, keys in seed
-    order). Raises ValueError for a message without a sender (a rejected one is never called back)."""
+    order). Raises ValueError for a message without a sender (a rejected one is never called back).
+
+    ``media_url``: the signed URL of a WhatsApp media message's media (``core.media_url``), written as
+    the last member of the ``whatsapp`` member's media object; ignored for any other message."""
     s = message.sender
     if s is None:
         raise ValueError(f"message {message.id} has no sender: it was not accepted")
@@ -146,6 +151,8 @@ def callback_body(message: Message, unit: TsunixUnit = "ms") -> bytes:
     member = message.whatsapp
     if member is None:
         return data
+    if media_url is not None:
+        member = with_media_url(member, media_url)
     # The member is already compact JSON (core.whatsapp_member): it goes in as it is, after "channel".
     return b"".join((data[:-1], b',"whatsapp":', member.encode("utf-8"), b"}"))
 

@@ -25,8 +25,9 @@ Rules, before the code:
 * ``unsupported`` (and Meta's older ``unknown``) carry Meta's ``errors`` of the message, each as
   ``{code, title, message, details}`` (``details`` from ``error_data.details``).
 * A media object (``image``, ``audio``, ``video``, ``document``, ``sticker``) has the same fields for
-  every media type; ``url`` is reserved for a gateway URL to fetch the media, written only when the
-  gateway can give one (never by this module).
+  every media type; ``url`` is the gateway URL that fetches the media, signed per client, written
+  into the callback at each dispatch by ``core.whatsapp_media.with_media_url`` (never by this module,
+  never kept in the journal).
 * **The bytes are deterministic:** :func:`member_json` is compact JSON of the member in the order above,
   so the same webhook message gives the same bytes on every node; the journal keeps those bytes.
 """

@@ -45,6 +45,7 @@ from mogateway.core.text import count_parts, fit_parts
 from mogateway.core.timeline import FINAL_STATES, Change, Event, EventKind, State
 from mogateway.core.whatsapp import withholds_reply
 from mogateway.core.whatsapp_answer import decode_reply, describe
+from mogateway.core.whatsapp_media import is_media_member
 from mogateway.service.caller import exchange
 from mogateway.service.journal_health import JournalHealth, journal_error_kind
 from mogateway.service.metrics import Metrics
@@ -93,8 +94,12 @@ class Dispatcher:
         clock: Clock = time.time,
         lane_cap: Callable[[ClientRecord], int] | None = None,
         health: JournalHealth | None = None,
+        media_url: Callable[[str, str, float], str | None] | None = None,
     ) -> None:
         self._queue = queue
+        # (message id, client id, now) -> the signed URL of a WhatsApp message's media, or None
+        # (api.whatsapp_media; None when the gateway has no public_url).
+        self._media_url = media_url
         self._store = store
         self._registry = registry
         self._replier = replier
@@ -323,9 +328,12 @@ class Dispatcher:
     async def _dispatch(self, entry: QueueEntry, client: ClientRecord) -> None:
         item: Message = entry.item
         metrics = self._metrics
-        body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms")
-        headers = callback_headers(client.token, item.id, self._user_agent_version)
         routed_at = self._clock()
+        media = None
+        if item.whatsapp is not None and self._media_url is not None and is_media_member(item.whatsapp):
+            media = self._media_url(item.id, client.id, routed_at)  # signed at each dispatch, like the body
+        body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms", media)
+        headers = callback_headers(client.token, item.id, self._user_agent_version)
         if client.signing_secret:
             # Signed at each dispatch (a replay or a retry after a restart gets a fresh timestamp), with
             # the previous secret too during a rotation's grace period.

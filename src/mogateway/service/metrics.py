@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar, cast
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -248,6 +248,29 @@ class Metrics:
             "Parts of signed WhatsApp webhooks acknowledged but not taken, by reason (body, change, number, "
             "message, status: could not be read; unknown_number, too_old, too_many)",
             ["reason"],
+            registry=r,
+        )
+        # WhatsApp media through the gateway (api.whatsapp_media): once per fetch, so prometheus_client's.
+        self.whatsapp_media_fetches = Counter(
+            "mogateway_whatsapp_media_fetches",
+            "WhatsApp media fetches by result (ok, expired, graph_error, graph_timeout, too_large, "
+            "sha256_mismatch, short, busy, disconnected)",
+            ["result"],
+            registry=r,
+        )
+        self.whatsapp_media_bytes = Counter(
+            "mogateway_whatsapp_media_bytes", "Bytes of WhatsApp media streamed to clients", registry=r
+        )
+        self.whatsapp_media_first_byte = Histogram(
+            "mogateway_whatsapp_media_first_byte_seconds",
+            "Time from a media request to its first byte (Graph's lookup and the download's start)",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.whatsapp_media_seconds = Histogram(
+            "mogateway_whatsapp_media_seconds",
+            "Time from a media request to its last byte, for fetches that streamed",
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
         self.retention_deleted = Counter(

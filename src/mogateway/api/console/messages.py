@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -21,6 +22,7 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
+from mogateway.core.media_url import sign
 from mogateway.core.message import CHANNELS
 from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
@@ -135,6 +137,27 @@ async def message_page(request: Request, message_id: str) -> Response:
         replayable=message["state"] in REPLAYABLE_STATES,
     )
     return html("message.html", context)
+
+
+#: How long the URL the console signs for the operator's "open media" link lives.
+MEDIA_LINK_S = 60
+#: The ``client`` of a URL signed for the operator (api.whatsapp_media.OPERATOR: never a client id).
+_OPERATOR = "operator"
+
+
+@router.get("/messages/{message_id}/media")
+async def media(request: Request, message_id: str) -> Response:
+    """The "open media" link of a WhatsApp media message: a signed-in operator is sent to the media
+    route with a URL signed for the operator, valid a minute (api.whatsapp_media streams it)."""
+    session = await session_of(request)
+    if session is None:
+        return to_signin(request)
+    keys = state_of(request).gateway.media_url_keys
+    if not keys:
+        return await not_found(request, session, "messages", f"media of message {message_id}")
+    exp = int(time.time()) + MEDIA_LINK_S
+    target = path("/v1/whatsapp/media/{}", message_id)
+    return redirect(f"{target}?client={_OPERATOR}&exp={exp}&sig={sign(keys[0], message_id, _OPERATOR, exp)}")
 
 
 @router.post("/messages/{message_id}/replay")

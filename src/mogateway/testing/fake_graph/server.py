@@ -17,6 +17,7 @@ from aiohttp import web
 
 from mogateway.testing.fake_graph.callback_check import verify_callback
 from mogateway.testing.fake_graph.errors import FakeGraphError, invalid_parameter, not_found, trace_id
+from mogateway.testing.fake_graph.media import FakeMedia, download
 from mogateway.testing.fake_graph.messaging import Messaging
 from mogateway.testing.fake_graph.world import World
 
@@ -28,6 +29,7 @@ FAULTS_KEY = web.AppKey("faults", list)
 LOG_KEY = web.AppKey("log", list)
 INITIAL_KEY = web.AppKey("initial", dict)
 MESSAGING_KEY = web.AppKey("messaging", Messaging)
+MEDIA_KEY = web.AppKey("media", FakeMedia)
 
 
 @dataclass
@@ -85,6 +87,7 @@ def create_app(fixtures: dict[str, Any]) -> web.Application:
     app[LOG_KEY] = []
     app[INITIAL_KEY] = fixtures
     app[MESSAGING_KEY] = Messaging()
+    app[MEDIA_KEY] = FakeMedia()
     app.router.add_get("/__fake/messages", _messages)
     app.router.add_get("/__fake/messages/reads", _reads)
     app.router.add_post("/__fake/messages/errors", _script_error)
@@ -96,6 +99,9 @@ def create_app(fixtures: dict[str, Any]) -> web.Application:
     app.router.add_post("/__fake/faults", _add_fault)
     app.router.add_delete("/__fake/faults", _clear_faults)
     app.router.add_post("/__fake/reset", _reset)
+    app.router.add_post("/__fake/media", _register_media)  # media: fake_graph/media.py
+    app.router.add_patch("/__fake/media/{media_id}", _patch_media)
+    app.router.add_get("/__fake/media/download/{key}", _download_media)
     app.router.add_route("*", "/{version}/{tail:.*}", _graph)
     return app
 
@@ -160,6 +166,12 @@ async def _graph(request: web.Request) -> web.StreamResponse:
             if latency:
                 await asyncio.sleep(latency)
         parts = tail.split("/")
+        if method == "GET" and len(parts) == 1:  # a media id's lookup (fake_graph/media.py)
+            found = await request.app[MEDIA_KEY].lookup(world, parts[0], f"{request.scheme}://{request.host}")
+            if found is not None:
+                if fault is not None:
+                    return await _fail(request, fault, headers, trace)
+                return web.json_response(found, headers=headers)
         if method == "POST" and len(parts) == 2 and parts[1] == "messages":
             body = request.app[MESSAGING_KEY].handle(world, token, parts[0], params, world.clock.now())
         else:
@@ -286,7 +298,34 @@ async def _reset(request: web.Request) -> web.Response:
     request.app[FAULTS_KEY].clear()
     request.app[LOG_KEY].clear()
     request.app[MESSAGING_KEY].reset()
+    request.app[MEDIA_KEY].reset()
     return web.json_response({"reset": True})
+
+
+async def _register_media(request: web.Request) -> web.Response:
+    body = await _json_object(request)
+    media = request.app[MEDIA_KEY]
+    try:
+        item = media.register(body)
+    except (ValueError, TypeError) as exc:
+        raise web.HTTPBadRequest(text=f"bad media: {exc}") from None
+    return web.json_response(media.described(item))
+
+
+async def _patch_media(request: web.Request) -> web.Response:
+    body = await _json_object(request)
+    media = request.app[MEDIA_KEY]
+    item = media.items.get(request.match_info["media_id"])
+    if item is None:
+        raise web.HTTPNotFound(text="no such media")
+    media.update(item, body)
+    return web.json_response(media.described(item))
+
+
+async def _download_media(request: web.Request) -> web.StreamResponse:
+    auth = request.headers.get("Authorization", "")
+    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+    return await download(request, request.app[MEDIA_KEY], request.app[WORLD_KEY], token)
 
 
 async def _messages(request: web.Request) -> web.Response:

@@ -1,0 +1,186 @@
+"""``whatsapp_media_store``: media kept when the message comes, served after Meta forgot them, only whole
+and right, written too by a fetch that streams from Graph, and removed with their message (retention).
+A real ``serve`` and the fake Graph API; the sweep on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mogateway.edges.whatsapp.media_store import MediaStore
+from mogateway.testing.fake_graph import FakeGraphServer
+from mogateway.testing.fake_graph import webhooks as wh
+from mogateway.testing.recorder import Answer, CallbackRecorder
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
+from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
+
+APP_SECRET = "app-secret-for-tests-0123456789"
+PNID = "106540352242922"
+BUSINESS = "919876543210"
+
+
+class Kept:
+    def __init__(self, serve: ServeProcess, graph: FakeGraphServer, store: Path, token: str) -> None:
+        self.serve, self.graph, self.store, self.token = serve, graph, store, token
+        self.gw = GatewayClient(serve.url)
+        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+        self._sender = 919812350000
+
+    def register(self, **body: Any) -> dict[str, Any]:
+        media: dict[str, Any] = (
+            httpx.post(self.graph.url + "/__fake/media", json=body).raise_for_status().json()
+        )
+        return media
+
+    def change(self, media_id: str, **body: Any) -> None:
+        httpx.patch(f"{self.graph.url}/__fake/media/{media_id}", json=body).raise_for_status()
+
+    def deliver(self, media: dict[str, Any], sha256: str | None = None) -> str:
+        self._sender += 1
+        msg = wh.media(str(self._sender), "document", media_id=media["id"], sha256=sha256 or media["sha256"])
+        (mid,) = json.loads(self.meta.send(msg).text)["ids"]
+        return str(mid)
+
+    def fetch(self, mid: str) -> httpx.Response:
+        return self.gw.request("GET", f"/v1/whatsapp/media/{mid}", token=self.token)
+
+
+def _wait_lookups(graph: FakeGraphServer, media_id: str, count: int = 1, timeout: float = 15.0) -> None:
+    """Until the fake Graph API was asked for ``media_id`` ``count`` times (the prefetch began)."""
+    deadline = time.monotonic() + timeout
+    while (
+        len(
+            [
+                r
+                for r in httpx.get(graph.url + "/__fake/requests").json()["data"]
+                if r["path"] == f"/{media_id}"
+            ]
+        )
+        < count
+    ):
+        assert time.monotonic() < deadline, "the media was never looked up"
+        time.sleep(0.05)
+
+
+def _wait_file(path: Path, timeout: float = 15.0) -> bytes:
+    deadline = time.monotonic() + timeout
+    while not path.is_file():
+        assert time.monotonic() < deadline, f"{path.name} was not kept"
+        time.sleep(0.05)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
+    workdir = tmp_path_factory.mktemp("wa-media-store")
+    store = workdir / "media"
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(lambda call: Answer.text("")) as app:
+        config = workdir / "mogateway.toml"
+        config.write_text(
+            f"""
+whatsapp_media_store = "{store}"
+
+[whatsapp]
+app_secret = "{APP_SECRET}"
+verify_token = "verify-token-for-tests"
+graph_url = "{graph.url}"
+
+[[whatsapp.numbers]]
+phone_number_id = "{PNID}"
+display_phone_number = "{BUSINESS}"
+access_token = "rehearsal-token"
+"""
+        )
+        env = clean_env(
+            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
+            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
+            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
+            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
+            MOGATEWAY_LOG_LEVEL="warning",
+        )
+        serve = start_serve(workdir, env, log_name="store", args=["--config", str(config)])
+        gw = GatewayClient(serve.url)
+        resp = gw.admin(
+            "POST",
+            "/v1/clients",
+            json={"name": "shop", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
+        )
+        assert resp.status_code == 201, resp.text
+        gw.close()
+        k = Kept(serve, graph, store, resp.json()["token"])
+        try:
+            yield k
+        finally:
+            k.meta.close()
+            k.gw.close()
+            serve.stop()
+
+
+def test_a_media_is_kept_as_it_comes_and_served_after_meta_forgot_it(kept: Kept) -> None:
+    media = kept.register(size=700_000, seed=1, mime_type="application/pdf")
+    mid = kept.deliver(media)
+    data = _wait_file(kept.store / mid)  # fetched when the message came, nobody asked
+    assert hashlib.sha256(data).hexdigest() == media["sha256_hex"]
+    assert oct((kept.store).stat().st_mode & 0o777) == "0o700"
+    kept.change(media["id"], expired=True)  # Meta's 7 days are over
+    resp = kept.fetch(mid)
+    assert resp.status_code == 200 and resp.content == data
+    assert resp.headers["content-length"] == str(len(data))
+
+
+def test_a_media_that_is_not_its_sha256_is_never_kept(kept: Kept) -> None:
+    media = kept.register(size=200_000, seed=2)
+    other = kept.register(size=10, seed=3)  # a real digest, of other bytes
+    mid = kept.deliver(media, sha256=other["sha256"])
+    _wait_lookups(kept.graph, media["id"])
+    time.sleep(1.0)  # its download (200 kB on loopback) ends well within this
+    assert not (kept.store / mid).exists()
+    assert not [p for p in kept.store.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_fetch_from_graph_keeps_what_the_first_try_missed(kept: Kept) -> None:
+    media = kept.register(size=500_000, seed=4)
+    kept.change(media["id"], break_after=100_000)  # the download at arrival breaks
+    mid = kept.deliver(media)
+    _wait_lookups(kept.graph, media["id"])
+    time.sleep(1.0)  # the broken download ends well within this
+    assert not (kept.store / mid).exists()
+    kept.change(media["id"], break_after=None)
+    resp = kept.fetch(mid)  # streamed from Graph, and written to the store as it goes
+    assert resp.status_code == 200 and hashlib.sha256(resp.content).hexdigest() == media["sha256_hex"]
+    assert _wait_file(kept.store / mid) == resp.content
+
+
+# ------------------------------------------------------------------------------ the sweep on its own
+
+
+def test_the_sweep_removes_the_files_of_deleted_messages_and_stale_temporary_files(tmp_path: Path) -> None:
+    async def main() -> tuple[int, list[str]]:
+        store = MediaStore(tmp_path / "media")
+        for name in ("2lsqbom9gc7jn5j105giu25n54", "9v4ikac94cb21ma09e2tl5cfts"):
+            (store.directory / name).write_bytes(b"x")
+        stale = store.directory / ".tmp-abc-1234"
+        stale.write_bytes(b"half")
+        os.utime(stale, (time.time() - 7200, time.time() - 7200))
+        (store.directory / ".tmp-def-5678").write_bytes(b"being written")
+
+        async def exists(message_id: str) -> bool:
+            return message_id == "2lsqbom9gc7jn5j105giu25n54"
+
+        removed = await store.sweep(exists)
+        return removed, sorted(p.name for p in store.directory.iterdir())
+
+    removed, left = asyncio.run(main())
+    assert removed == 2
+    assert left == [".tmp-def-5678", "2lsqbom9gc7jn5j105giu25n54"]
