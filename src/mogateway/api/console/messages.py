@@ -21,6 +21,7 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
+from mogateway.api.console.whatsapp_view import whatsapp_facts
 from mogateway.core.message import CHANNELS
 from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
@@ -133,6 +134,7 @@ async def message_page(request: Request, message_id: str) -> Response:
         summary=summarize(message),
         details=event_details,
         replayable=message["state"] in REPLAYABLE_STATES,
+        wa_facts=whatsapp_facts(message.get("whatsapp")),
     )
     return html("message.html", context)
 
