@@ -227,3 +227,59 @@ def test_the_browser_shows_the_section_runs_no_injected_script_and_stays_accessi
     assert page.evaluate(_A11Y) == []
     page.goto(wa.served.url + f"/console/messages/{wa.ids['location']}")
     expect(page.locator("dl[data-whatsapp-type=location]")).to_contain_text("19.076, 72.8777")
+
+
+# ------------------------------------------------------------------------------------ the facts, unit
+
+
+def _members() -> list[dict[str, object]]:
+    """The member of each message of tests/fixtures/whatsapp/every_type.json, as the gateway makes it."""
+    from mogateway.core.whatsapp_member import build_member
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "whatsapp" / "every_type.json"
+    value = json.loads(fixture.read_text())["entry"][0]["changes"][0]["value"]
+    return [build_member(m, "Asha") for m in value["messages"]]
+
+
+def test_every_member_of_meta_s_shapes_gives_its_facts() -> None:
+    from mogateway.api.console.whatsapp_view import whatsapp_facts
+
+    seen = {}
+    for member in _members():
+        facts = whatsapp_facts(member)
+        assert facts[0][0] == "WhatsApp type" and facts[1] == ("Profile name", "Asha", "text")
+        assert all(isinstance(value, str) and value for _, value, _ in facts), facts
+        shown: dict[str, str] = {}
+        for label, value, _ in facts:  # a label that repeats (items, contacts): its values joined
+            shown[label] = f"{shown[label]} | {value}" if label in shown else value
+        seen[str(member["wamid"])[-4:]] = shown
+    assert seen["0002"]["Ad headline"] == "Pay your bill on WhatsApp"
+    assert seen["0003"]["Forwarded"] == "yes"  # "frequently_forwarded": "yes" is not a boolean: dropped
+    assert seen["0004"]["WhatsApp type"] == "audio (voice note)"
+    assert (
+        seen["0006"]["File name"] == "statement-nov.pdf"
+        and seen["0006"]["Size"] == "296.7 KiB (303,833 bytes)"
+    )
+    assert "Animated" not in seen["0007"] and seen["0007"]["MIME type"] == "image/webp"
+    assert seen["0008"]["Coordinates"] == "19.076, 72"
+    assert seen["0009"]["Contact"] == (
+        "Ravi Kumar: +91 98123 45679 (WhatsApp 919812345679), ravi@example.in, Example Ltd"
+    )
+    assert seen["0011"]["Reaction"] == "(removed)"
+    assert seen["0012"]["In reply to"].startswith("wamid.")
+    assert seen["0014"]["Flow answer"] == '{"flow_token": "t-1", "rating": "5"}'
+    # "quantity": "1" is an integer as a digit string: written as a number
+    assert seen["0016"]["Item"] == "sku-101 × 2 at 149.5 INR | sku-102 × 1 at 99 INR"
+    assert (
+        seen["0017"]["Notice"] == "user_changed_number" and seen["0017"]["New WhatsApp id"] == "919812345680"
+    )
+    assert seen["0018"]["What it was"] == "edit"
+    assert seen["0019"] == {"WhatsApp type": "poll_vote", "Profile name": "Asha"}  # a type not known here
+
+
+def test_no_member_no_facts_and_odd_shapes_never_fail() -> None:
+    from mogateway.api.console.whatsapp_view import whatsapp_facts
+
+    assert whatsapp_facts(None) == [] and whatsapp_facts([1]) == []
+    odd = {"type": "image", "image": [], "context": "x", "referral": {"source_type": 3}}
+    assert whatsapp_facts(odd) == [("WhatsApp type", "image", "plain"), ("From an ad", "yes", "plain")]

@@ -64,7 +64,8 @@ def simulate(
         "--type",
         help="With --whatsapp: the WhatsApp message type (text, image, audio, video, document, sticker, "
         "location, contacts, reaction, interactive, button_reply, list_reply, nfm_reply, button, order, "
-        "system, unsupported); the callback carries it typed, as the gateway would. Default text.",
+        "system, unsupported); the callback carries it typed, as the gateway would. Default text. "
+        "(system: refused, as the gateway never calls a system notice back.)",
         rich_help_panel=_WA,
     ),
     media_id: str | None = typer.Option(
