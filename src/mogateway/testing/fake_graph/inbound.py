@@ -221,17 +221,23 @@ def media(
     wamid: str | None = None,
     timestamp: int | None = None,
     context: str | None = None,
+    sha256: str | None = None,
+    filename: str | None = None,
 ) -> dict[str, Any]:
-    """An image, audio, video, document or sticker (the media itself is not served)."""
+    """An image, audio, video, document or sticker. The media itself is served by the fake Graph API
+    when registered there (``POST /__fake/media``, ``fake_graph.media``): pass its ``id`` and
+    ``sha256`` (base64, as Meta's webhook writes it); without ``sha256`` a random one."""
     if kind not in _MIME:
         raise ValueError(f"media kind must be one of {sorted(_MIME)}")
     content: dict[str, Any] = {
         "mime_type": mime_type or _MIME[kind],
-        "sha256": secrets.token_urlsafe(32),
+        "sha256": sha256 if sha256 is not None else secrets.token_urlsafe(32),
         "id": media_id or str(1003383421387000 + next(_counter)),
     }
     if caption is not None:
         content["caption"] = caption
+    if filename is not None:
+        content["filename"] = filename
     return _message(sender, kind, content, wamid, timestamp, context)
 
 
@@ -262,8 +268,7 @@ def document(
 ) -> dict[str, Any]:
     """A document with its file name (and ``file_size`` in bytes, sent as Graph sends sizes: a digit
     string, when given)."""
-    message = media(sender, "document", caption=caption, **kw)
-    message["document"]["filename"] = filename
+    message = media(sender, "document", caption=caption, filename=filename, **kw)
     if file_size is not None:
         message["document"]["file_size"] = str(file_size)
     return message
