@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from mogateway.api.console import whatsapp_view
 from mogateway.api.console.render import html
 from mogateway.api.console.web import (
     ConsoleRoute,
@@ -21,7 +22,6 @@ from mogateway.api.console.web import (
     state_of,
     to_signin,
 )
-from mogateway.api.console.whatsapp_view import whatsapp_facts
 from mogateway.core.message import CHANNELS
 from mogateway.core.timeline import REPLAYABLE_STATES, STATES
 
@@ -134,7 +134,7 @@ async def message_page(request: Request, message_id: str) -> Response:
         summary=summarize(message),
         details=event_details,
         replayable=message["state"] in REPLAYABLE_STATES,
-        wa_facts=whatsapp_facts(message.get("whatsapp")),
+        wa_facts=whatsapp_view.whatsapp_facts(message.get("whatsapp")),
     )
     return html("message.html", context)
 
