@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from test_client_simulate import TOKEN, run, run_json
 
@@ -215,3 +216,13 @@ def test_usage_errors_exit_2_naming_the_option(args: list[str], hint: str, says:
     assert code == 2, output
     flat = " ".join(output.replace("│", " ").split())
     assert hint in flat and says in flat and "Traceback" not in output
+
+
+def test_each_repeated_callback_is_a_new_message_of_the_type() -> None:
+    app = RecordingApp(answer=b"ok")
+    with serve_asgi(app) as url:
+        code, doc = run_json(url, "--token", TOKEN, "--whatsapp", "--type", "sticker", "--repeat", "3")
+    assert code == 0 and doc["outcomes"] == {"reply": 3}, doc
+    members = [orjson.loads(r.body)["whatsapp"] for r in app.requests]
+    assert [m["type"] for m in members] == ["sticker"] * 3
+    assert len({m["wamid"] for m in members}) == 3 and len({m["sticker"]["id"] for m in members}) == 3
