@@ -209,6 +209,7 @@ def test_the_simulated_message_is_the_one_the_gateway_stores_for_the_same_webhoo
         (["--whatsapp", "--forwarded", "twice", "x"], "--forwarded", "once or frequently"),
         (["--whatsapp", "--type", "system"], "--type", "a system notice is not a person's message"),
         (["--whatsapp", "--type", "reaction", ""], "--type", "a removed reaction"),
+        ([], "MESSAGE", "the text of the MO is required"),  # an SMS has no default text
     ],
 )
 def test_usage_errors_exit_2_naming_the_option(args: list[str], hint: str, says: str) -> None:
