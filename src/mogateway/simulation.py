@@ -8,16 +8,23 @@ the gateway would judge it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from mogateway.core.contract import OutcomeKind, TsunixUnit
+from mogateway.core.contract import Outcome, OutcomeKind, TsunixUnit
+from mogateway.core.immutable import immutable
+from mogateway.core.whatsapp import withholds_reply
 from mogateway.edges.http1 import Http1Client
 from mogateway.service.caller import Exchange, exchange
 from mogateway.testing.payloads import DEFAULT_MSISDN, DEFAULT_SHORTCODE, Channel, make_callback, make_mo
+
+if TYPE_CHECKING:
+    from mogateway.testing.simulated_whatsapp import Details
 
 __all__ = [
     "EXIT_CODES",
@@ -25,6 +32,8 @@ __all__ = [
     "LatencySummary",
     "Run",
     "SimulatedMO",
+    "WITHHELD_DETAIL",
+    "WhatsAppExchange",
     "exit_code",
     "percentile",
     "simulate_many",
@@ -61,10 +70,46 @@ class SimulatedMO:
     #: ``whatsapp``: the callback of a WhatsApp MO (``shortcode`` is the business number), whose reply
     #: goes out as WhatsApp messages of up to 4,096 characters instead of SMS parts.
     channel: Channel = "sms"
+    #: A WhatsApp MO of this type (``testing.simulated_whatsapp.TYPES``; None: a text), its details.
+    whatsapp_type: str | None = None
+    details: Details | None = None
 
     def check(self) -> None:
-        """Raise ValueError when the gateway could never send this MO (bad msisdn or shortcode)."""
-        make_mo(self.message, msisdn=self.msisdn, shortcode=self.shortcode, channel=self.channel)
+        """Raise ValueError when the gateway could never send this MO (bad msisdn or shortcode, a
+        WhatsApp detail that does not fit the type — ``DetailError`` — or a WhatsApp message the gateway
+        stores without calling back)."""
+        make_mo(
+            self.message,
+            msisdn=self.msisdn,
+            shortcode=self.shortcode,
+            channel=self.channel,
+            whatsapp_message=self.whatsapp_message(),
+        )
+
+    def whatsapp_message(self) -> dict[str, Any] | None:
+        """A fresh Meta message object of :attr:`whatsapp_type` (a new wamid each time), or None."""
+        if self.channel != "whatsapp" or self.whatsapp_type is None:
+            return None
+        from mogateway.core.numbering import normalize_msisdn
+        from mogateway.testing.simulated_whatsapp import Details, build
+
+        return build(
+            self.whatsapp_type, normalize_msisdn(self.msisdn), self.message, self.details or Details()
+        )
+
+    def withholds_reply(self) -> bool:
+        """True when the gateway never sends a reply to this MO, whatever the answer (a WhatsApp
+        reaction: ``core.whatsapp.withholds_reply``)."""
+        if self.channel != "whatsapp" or self.whatsapp_type is None:
+            return False
+        mo = make_mo(
+            self.message,
+            msisdn=self.msisdn,
+            shortcode=self.shortcode,
+            channel=self.channel,
+            whatsapp_message=self.whatsapp_message(),
+        )
+        return withholds_reply(mo)
 
     def request(self) -> tuple[bytes, dict[str, str]]:
         """Body and headers of one callback for this MO, timed now."""
@@ -78,7 +123,21 @@ class SimulatedMO:
             token=self.token,
             signing_secret=self.signing_secrets or None,
             channel=self.channel,
+            whatsapp_message=self.whatsapp_message(),
         )
+
+
+#: The detail of an answer the gateway withholds (as ``service.dispatcher`` records it).
+WITHHELD_DETAIL = "a WhatsApp reaction or edit is not a person's message: its answer is never sent"
+
+
+@immutable
+class WhatsAppExchange(Exchange):
+    """An exchange of a WhatsApp MO: the callback's ``whatsapp`` member as sent (compact JSON), and the
+    reply the gateway would withhold (the outcome is then ``blank``), if any."""
+
+    member: str | None = None
+    withheld_reply: str | None = None
 
 
 async def simulate_once(
@@ -91,7 +150,7 @@ async def simulate_once(
 ) -> Exchange:
     """One callback to ``url``, judged as the gateway judges it."""
     body, headers = mo.request()
-    return await exchange(
+    done = await exchange(
         session,
         url,
         body,
@@ -100,6 +159,15 @@ async def simulate_once(
         unescape_newlines=unescape_newlines,
         channel=mo.channel,
     )
+    if mo.channel != "whatsapp":
+        return done
+    fields = {f.name: getattr(done, f.name) for f in dataclasses.fields(done)}
+    _, marker, member = body.partition(b',"whatsapp":')
+    fields["member"] = member[:-1].decode("utf-8") if marker else None
+    if done.outcome.sends_reply and mo.withholds_reply():  # as the dispatcher does
+        fields["outcome"] = Outcome(OutcomeKind.BLANK, done.outcome.status, None, WITHHELD_DETAIL)
+        fields["withheld_reply"] = done.outcome.reply or ""
+    return WhatsAppExchange(**fields)
 
 
 @dataclass(frozen=True, slots=True)

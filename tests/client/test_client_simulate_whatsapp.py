@@ -27,9 +27,13 @@ def test_sends_the_whatsapp_callback_the_gateway_would_send() -> None:
     (request,) = app.requests
     assert request.headers["authorization"] == f"Bearer {TOKEN}"
     body = orjson.loads(request.body)
-    # The seed's members in the seed's order, then "channel" after tsunix; shortcode the business number.
-    assert list(body) == list(orjson.loads(GOLDEN.read_bytes()))
+    # The seed's members in the seed's order, then "channel" after tsunix, then the typed member, as the
+    # gateway sends a text; shortcode the business number.
+    assert list(body) == [*orjson.loads(GOLDEN.read_bytes()), "whatsapp"]
     assert body["channel"] == "whatsapp" and body["shortcode"] == 919876543210
+    member = body["whatsapp"]
+    assert member["type"] == "text" and member["text"] == {"body": "HELLO"}
+    assert member["wamid"].startswith("wamid.") and member["profile_name"] == "Test User"
     mo = contract.parse_callback_body(request.body)
     assert mo.channel == "whatsapp"
     assert request.body == contract.callback_body(mo, "ms")  # exactly the bytes the gateway would send

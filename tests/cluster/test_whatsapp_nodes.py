@@ -178,3 +178,101 @@ def test_webhooks_on_either_node_are_one_message_one_callback_one_reply(tmp_path
             finally:
                 for meta in hooks:
                     meta.close()
+
+
+# ------------------------------------------------------------------------------------ every type
+
+ASKED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSMDAwMDAwMDAwMDAwMDAwMDAxAA=="
+RICH = [
+    {"type": "text", "text": {"body": "Your bill"}},
+    {"type": "image", "image": {"link": "https://x.in/bill.png", "caption": "₹240"}},
+    {
+        "type": "interactive",
+        "interactive": {
+            "type": "button",
+            "body": {"text": "Pay now?"},
+            "action": {"buttons": [{"type": "reply", "reply": {"id": "pay", "title": "Pay"}}]},
+        },
+    },
+]
+
+
+def _every_type(sender: str) -> list[dict[str, Any]]:
+    """One message of every inbound type a person sends (the fake's builders, Meta's shapes)."""
+    return [
+        wh.forwarded(wh.text(sender, "RICH", context=ASKED)),
+        wh.with_referral(wh.text(sender, "I saw your ad")),
+        wh.image(sender, caption="my bill"),
+        wh.audio(sender),
+        wh.video(sender, caption="the meter"),
+        wh.document(sender, "bill.pdf", caption="statement", file_size=303833),
+        wh.sticker(sender, animated=True),
+        wh.location(sender, 19.076, 72.8777, name="Gateway of India", address="Colaba"),
+        wh.contacts(sender, wh.contact_card("Ravi Kumar", "+91 98123 45679", wa_id="919812345679")),
+        wh.reaction(sender, ASKED, "👍"),
+        wh.button_reply(sender, "pay-1", "Pay now"),
+        wh.list_reply(sender, "p299", "Plan 299", "2 GB/day"),
+        wh.nfm_reply(sender, '{"rating": "5"}'),
+        wh.quick_reply(sender, "Stop promotions", "STOP"),
+        wh.order(sender, "1537264876583739", wh.product_item("sku-101", 2, 149.5)),
+        wh.unsupported(sender, "poll"),
+    ]
+
+
+def _typed_answer(call: RecordedCall) -> Answer:
+    body = call.json()
+    if body["message"] == "RICH":
+        return Answer(body=json.dumps({"whatsapp": RICH}).encode(), content_type="application/json")
+    return Answer.text("Got your " + body["whatsapp"]["type"])
+
+
+def test_every_type_crosses_the_cluster_typed_and_a_rich_answer_goes_out_in_order(tmp_path: Path) -> None:
+    """Each type posted to either node reaches the application once, with the member core.whatsapp_member
+    makes of the message Meta sent (it rode in PostgreSQL and JetStream); the reaction's answer is
+    withheld; the rich answer's three messages reach the Graph API in order, the first as the reply."""
+    from mogateway.client import parse_message
+    from mogateway.core.whatsapp_member import member_json
+
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_typed_answer) as app:
+        config = _config(tmp_path / "mogateway.toml", graph.url)
+        args = [["--config", str(config)], ["--config", str(config)]]
+        with running_cluster(tmp_path, 2, node_args=args, first=lambda c: _register(c, app.url)) as cluster:
+            hooks = [
+                wh.WebhookSender(node.url + "/v1/whatsapp/webhook", APP_SECRET) for node in cluster.nodes
+            ]
+            try:
+                sent: dict[str, dict[str, Any]] = {}  # message id -> the message Meta sent
+                for n, message in enumerate(_every_type("919812500001")):
+                    delivery = hooks[n % 2].send(message)
+                    assert delivery.status == 200, delivery.text
+                    (mid,) = json.loads(delivery.text)["ids"]
+                    sent[mid] = message
+                states = wait_until_finished(cluster.database, len(sent), timeout=60)
+                assert states == {"replied": len(sent) - 1, "no_reply": 1}, states
+
+                calls = {c.headers["x-mogateway-message-id"]: c for c in app.calls}
+                assert set(calls) == set(sent) and len(app.calls) == len(sent)
+                for mid, message in sent.items():
+                    body = calls[mid].body
+                    _, _, member = body.partition(b',"whatsapp":')
+                    assert member[:-1].decode() == member_json(message, "Test User"), message["type"]
+                    typed = parse_message(body).whatsapp
+                    assert typed is not None and typed.type == message["type"]
+
+                sends = _wait(lambda: len(_sends(graph)) >= len(sent) + 1 and _sends(graph), "replies")
+                by_wamid = {m["id"]: m for m in sent.values()}
+                replied = collections.Counter(s["context_message_id"] for s in sends)
+                reaction = next(m["id"] for m in sent.values() if m["type"] == "reaction")
+                assert reaction not in replied  # withheld
+                assert set(replied) - {None} == set(by_wamid) - {reaction}
+                rich_wamid = next(w for w, m in by_wamid.items() if m.get("text", {}).get("body") == "RICH")
+                # Only the rich reply's later parts have no context: its messages, in the order sent.
+                rich = [s for s in sends if s["context_message_id"] in (rich_wamid, None)]
+                assert [s["message"] for s in rich] == RICH
+                assert [s["context_message_id"] for s in rich] == [rich_wamid, None, None]
+                for s in sends:
+                    if s["context_message_id"] not in (None, rich_wamid):
+                        assert s["text"] == "Got your " + by_wamid[s["context_message_id"]]["type"]
+            finally:
+                for meta in hooks:
+                    meta.close()

@@ -18,6 +18,8 @@ from mogateway.testing.defaults import DEFAULT_BUSINESS_NUMBER, DEFAULT_SHORTCOD
 
 __all__ = ["register", "simulate"]
 
+_WA = "WhatsApp message (--whatsapp)"
+
 _EPILOG = (
     "Exit codes: 0 reply, 1 mixed outcomes (--repeat), 2 usage error, 3 blank, 4 timeout, "
     "5 HTTP status other than 200, 6 bad response, 7 could not connect, "
@@ -32,7 +34,13 @@ def register(app: typer.Typer) -> None:
 
 def simulate(
     url: str = typer.Argument(..., help="The callback URL of the application (http or https)."),
-    message: str = typer.Argument(..., help="The text of the MO, as the subscriber typed it."),
+    message: str | None = typer.Argument(
+        None,
+        help="The text of the MO, as the subscriber typed it. With --whatsapp --type: what the type's text "
+        "is (a caption, a button's title, an emoji…; see docs/whatsapp.md); optional where the type has a "
+        "default.",
+        show_default=False,
+    ),
     token: str = typer.Option(
         ...,
         "--token",
@@ -50,6 +58,70 @@ def simulate(
         "--whatsapp",
         help='Send a WhatsApp MO\'s callback (with "channel": "whatsapp"); the answer is judged as a '
         "WhatsApp reply (messages of up to 4,096 characters, not SMS parts).",
+    ),
+    whatsapp_type: str | None = typer.Option(
+        None,
+        "--type",
+        help="With --whatsapp: the WhatsApp message type (text, image, audio, video, document, sticker, "
+        "location, contacts, reaction, interactive, button_reply, list_reply, nfm_reply, button, order, "
+        "system, unsupported); the callback carries it typed, as the gateway would. Default text. "
+        "(system: refused, as the gateway never calls a system notice back.)",
+        rich_help_panel=_WA,
+    ),
+    media_id: str | None = typer.Option(
+        None, "--media-id", help="Meta's media id (media).", rich_help_panel=_WA
+    ),
+    mime_type: str | None = typer.Option(
+        None, "--mime-type", help="The MIME type (media).", rich_help_panel=_WA
+    ),
+    filename: str | None = typer.Option(
+        None, "--filename", help="The file name (document).", rich_help_panel=_WA
+    ),
+    file_size: int | None = typer.Option(
+        None, "--file-size", min=0, help="The size in bytes (document).", rich_help_panel=_WA
+    ),
+    voice: bool | None = typer.Option(
+        None, "--voice/--no-voice", help="A voice note or not (audio; default voice).", rich_help_panel=_WA
+    ),
+    animated: bool | None = typer.Option(
+        None, "--animated/--static", help="An animated sticker or not (sticker).", rich_help_panel=_WA
+    ),
+    latitude: float | None = typer.Option(
+        None, "--latitude", help="Latitude (location).", rich_help_panel=_WA
+    ),
+    longitude: float | None = typer.Option(
+        None, "--longitude", help="Longitude (location).", rich_help_panel=_WA
+    ),
+    address: str | None = typer.Option(None, "--address", help="Address (location).", rich_help_panel=_WA),
+    phone: str | None = typer.Option(
+        None, "--phone", help="The card's phone (contacts).", rich_help_panel=_WA
+    ),
+    reply_id: str | None = typer.Option(
+        None,
+        "--reply-id",
+        help="The button's or list row's id (interactive, button_reply, list_reply); the payload (button).",
+        rich_help_panel=_WA,
+    ),
+    description: str | None = typer.Option(
+        None, "--description", help="The list row's description (list_reply).", rich_help_panel=_WA
+    ),
+    reacted_to: str | None = typer.Option(
+        None, "--reacted-to", help="The wamid reacted to (reaction).", rich_help_panel=_WA
+    ),
+    reply_to: str | None = typer.Option(
+        None,
+        "--reply-to",
+        help="Any type: the wamid of the business's message it replies to.",
+        rich_help_panel=_WA,
+    ),
+    forwarded: str | None = typer.Option(
+        None, "--forwarded", help="Any type: forwarded 'once' or 'frequently'.", rich_help_panel=_WA
+    ),
+    referral: str | None = typer.Option(
+        None,
+        "--referral",
+        help="Any type: the click-to-WhatsApp ad's URL the person came from.",
+        rich_help_panel=_WA,
     ),
     msisdn: str = typer.Option("919812345678", help="Sender, an Indian mobile number."),
     operator: str = typer.Option("", help="sender.operator (e.g. airtel)."),
@@ -84,9 +156,29 @@ def simulate(
     """Send a contract-exact MO to URL and report how the gateway would judge the answer."""
     from mogateway.cli.simulate_run import run  # the work, and what it imports, only when it runs
 
+    details = {
+        "media_id": media_id,
+        "mime_type": mime_type,
+        "filename": filename,
+        "file_size": file_size,
+        "voice": voice,
+        "animated": animated,
+        "latitude": latitude,
+        "longitude": longitude,
+        "address": address,
+        "phone": phone,
+        "reply_id": reply_id,
+        "description": description,
+        "reacted_to": reacted_to,
+        "context": reply_to,
+        "forwarded": forwarded,
+        "referral": referral,
+    }
     run(
         url=url,
         message=message,
+        whatsapp_type=whatsapp_type,
+        details=details,
         token=token,
         shortcode=shortcode,
         whatsapp=whatsapp,

@@ -4,6 +4,7 @@ MO, judge the answers, print the verdict and exit with its code. Imported only w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,14 @@ from mogateway.core.whatsapp_answer import decode_reply, describe
 from mogateway.core.whatsapp_send import MAX_TEXT_UNITS as WHATSAPP_TEXT_LIMIT
 from mogateway.core.whatsapp_send import split_text, utf16_units
 from mogateway.service.caller import Exchange
-from mogateway.simulation import LatencySummary, Run, SimulatedMO, exit_code, simulate_many
+from mogateway.simulation import (
+    LatencySummary,
+    Run,
+    SimulatedMO,
+    WhatsAppExchange,
+    exit_code,
+    simulate_many,
+)
 from mogateway.testing.defaults import DEFAULT_BUSINESS_NUMBER, DEFAULT_SHORTCODE, Channel
 
 __all__ = ["EXIT_DLT_BLOCKED", "run"]
@@ -30,7 +38,7 @@ EXIT_DLT_BLOCKED = 9
 
 def run(
     url: str,
-    message: str,
+    message: str | None,
     token: str,
     shortcode: str | None,
     whatsapp: bool,
@@ -48,9 +56,16 @@ def run(
     pe_id: str | None,
     dlt_enforce: bool,
     dlt_var_max: int,
+    whatsapp_type: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> None:
     """Send the MO as asked and exit with the verdict's code (cli/simulate.py)."""
     unit = _unit(tsunix_unit)
+    given = {k: v for k, v in (details or {}).items() if v is not None}
+    if not whatsapp and (whatsapp_type is not None or given):
+        option = "--type" if whatsapp_type is not None else "--" + next(iter(given)).replace("_", "-")
+        raise typer.BadParameter("is for a WhatsApp MO: add --whatsapp", param_hint=option)
+    message = _message(message, whatsapp_type if whatsapp else None)
     if whatsapp and (dlt_templates is not None or pe_id is not None or dlt_enforce):
         raise typer.BadParameter("DLT does not apply to WhatsApp replies", param_hint="--whatsapp")
     dlt = _dlt(dlt_templates, pe_id, dlt_enforce, dlt_var_max, unescape_newlines)
@@ -65,9 +80,18 @@ def run(
     if signing_secret is not None and not secrets:
         raise typer.BadParameter("must not be empty", param_hint="--signing-secret")
     mo = SimulatedMO(message, token, msisdn, shortcode, operator, circle, unit, secrets, channel)
+    if whatsapp and (whatsapp_type is not None or given):
+        from mogateway.testing.simulated_whatsapp import Details
+
+        mo = dataclasses.replace(mo, whatsapp_type=whatsapp_type or "text", details=Details(**given))
     try:
         mo.check()
     except ValueError as exc:
+        hint_of = getattr(exc, "option", None)  # simulated_whatsapp.DetailError names its option
+        if isinstance(hint_of, str):
+            raise typer.BadParameter(getattr(exc, "reason", str(exc)), param_hint=hint_of) from None
+        if "calls back" in str(exc) or "would not take" in str(exc):
+            raise typer.BadParameter(str(exc), param_hint="--type") from None
         hint = "--shortcode" if "shortcode" in str(exc) or "business" in str(exc) else "--msisdn"
         raise typer.BadParameter(str(exc), param_hint=hint) from None
 
@@ -125,6 +149,22 @@ def _dlt(
         raise typer.BadParameter(str(exc), param_hint="--dlt-templates") from None
 
 
+def _message(message: str | None, whatsapp_type: str | None) -> str:
+    """MESSAGE, or the default text of the WhatsApp type (``testing.simulated_whatsapp``)."""
+    if message is not None:
+        return message
+    if whatsapp_type is not None:
+        from mogateway.testing.simulated_whatsapp import DEFAULT_TEXT
+
+        default = DEFAULT_TEXT.get(whatsapp_type)
+        if default is not None:
+            return default
+        if whatsapp_type in DEFAULT_TEXT:
+            raise typer.BadParameter(f"a {whatsapp_type} message needs its text", param_hint="MESSAGE")
+        return ""  # an unknown type: check() names --type
+    raise typer.BadParameter("the text of the MO is required", param_hint="MESSAGE")
+
+
 def _unit(value: str) -> TsunixUnit:
     if value == "ms":
         return "ms"
@@ -179,6 +219,10 @@ def _single_json(x: Exchange, channel: Channel = "sms") -> dict[str, Any]:
             document["whatsapp"] = _whatsapp(o.reply)
         else:
             document["sms"] = _sms(o.reply)
+    if isinstance(x, WhatsAppExchange):
+        document["member"] = None if x.member is None else orjson.loads(x.member)
+        if x.withheld_reply is not None:
+            document["withheld_reply"] = x.withheld_reply
     return document
 
 
@@ -188,8 +232,12 @@ _MAX_ATTEMPT_LINES = 5
 def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
     o = x.outcome
     signed = "  (signed)" if mo.signing_secrets else ""
-    kind = "WhatsApp MO" if mo.channel == "whatsapp" else "MO"
+    kind = "MO"
+    if mo.channel == "whatsapp":
+        kind = "WhatsApp MO" if mo.whatsapp_type in (None, "text") else f"WhatsApp {mo.whatsapp_type} MO"
     lines = [f"POST {url}  {kind} {mo.msisdn} -> {mo.shortcode}: {mo.message!r}{signed}"]
+    if isinstance(x, WhatsAppExchange) and x.member is not None and mo.whatsapp_type is not None:
+        lines.append(f"whatsapp member: {x.member}")
     took = f"{x.elapsed_ms:.0f} ms"
     rich = decode_reply(o.reply) if o.reply is not None and mo.channel == "whatsapp" else None
     if rich is not None:
@@ -217,6 +265,8 @@ def _single_text(url: str, mo: SimulatedMO, x: Exchange) -> str:
         lines.append(f"SMS: {sms.parts} part{plural}, {alphabet}, {sms.units} {unit}")
     else:
         lines.append(f"no reply ({o.kind.value}): {o.detail} — after {took}")
+        if isinstance(x, WhatsAppExchange) and x.withheld_reply is not None:
+            lines.append(f"the answer, withheld: {x.withheld_reply!r}")
         if mo.channel != "whatsapp" and o.detail == "content type 'application/json'":
             lines.append('a JSON answer {"whatsapp": ...} is a rich reply on WhatsApp only (try --whatsapp)')
     if len(x.attempts) > 1:

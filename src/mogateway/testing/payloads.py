@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from mogateway import __version__
 from mogateway.client.message import InboundMessage, parse_message
@@ -23,6 +26,8 @@ from mogateway.core.contract import TsunixUnit
 from mogateway.core.message import Message, check_business_number
 from mogateway.core.numbering import normalize_msisdn
 from mogateway.core.signing import signature_headers
+from mogateway.core.whatsapp import parse_webhook, stored_only
+from mogateway.core.whatsapp_member import member_json
 from mogateway.edges.numbering_files import sender_resolver
 from mogateway.testing.defaults import (
     DEFAULT_BUSINESS_NUMBER,
@@ -42,8 +47,8 @@ __all__ = [
     "make_message",
     "make_mo",
     "new_message_id",
+    "whatsapp_fields",
 ]
-
 
 
 def new_message_id() -> str:
@@ -61,23 +66,35 @@ def make_mo(
     at: datetime | None = None,
     message_id: str = "",
     channel: Channel = "sms",
+    whatsapp_message: Mapping[str, Any] | None = None,
 ) -> Message:
     """The MO as the gateway holds it. ``msisdn`` may be in any Indian form ("+91 98123-45678").
 
     ``channel="whatsapp"``: a WhatsApp MO (``shortcode`` is then the business number's digits, the
-    origin ``whatsapp:simulated`` and the source id a made-up wamid), whose callback has ``"channel"``.
+    origin ``whatsapp:simulated``), whose callback has ``"channel"`` and the typed ``whatsapp`` member.
+    The message is ``whatsapp_message`` (Meta's message object, e.g. from
+    ``mogateway.testing.fake_graph.webhooks``; its text then replaces ``message``) or a text of
+    ``message``; either is read as the gateway reads a webhook (:func:`whatsapp_fields`).
 
     Raises ValueError (``NumberRejected``) for a number the gateway would refuse, and for a shortcode
-    that is not digits (or not a business number, for WhatsApp) or a naive ``at``.
+    that is not digits (or not a business number, for WhatsApp), a naive ``at``, or a WhatsApp message
+    the gateway stores without calling back (a removed reaction, a system notice).
     """
     number = normalize_msisdn(msisdn)
     origin, source_id = "http", None
+    notes: tuple[str, ...] = ()
+    whatsapp: str | None = None
     if channel == "whatsapp":
         try:
             shortcode = check_business_number(shortcode)
         except ValueError as exc:
             raise ValueError(f"business number (shortcode) {exc}") from None
-        origin, source_id = "whatsapp:simulated", f"wamid.SIMULATED{uuid.uuid4().hex.upper()}"
+        raw = whatsapp_message
+        if raw is None:
+            raw = {"from": number, "id": f"wamid.SIMULATED{uuid.uuid4().hex.upper()}", "type": "text"}
+            raw = {**raw, "timestamp": str(int(time.time())), "text": {"body": message}}
+        message, source_id, notes, whatsapp = whatsapp_fields(raw, shortcode)
+        origin = "whatsapp:simulated"
     elif not shortcode.isdigit() or not shortcode.isascii():
         raise ValueError(f"shortcode must be digits, got {shortcode!r}")
     moment = datetime.now(UTC) if at is None else at
@@ -92,7 +109,51 @@ def make_mo(
         sender=sender_resolver().sender(number, operator, circle),
         origin=origin,
         source_id=source_id,
+        notes=notes,
+        whatsapp=whatsapp,
     )
+
+
+def whatsapp_fields(
+    raw: Mapping[str, Any], business_number: str, profile_name: str = "Test User"
+) -> tuple[str, str, tuple[str, ...], str]:
+    """``(text, wamid, notes, member)`` of Meta's message object ``raw`` as the gateway takes it: the
+    message posted in a webhook body, read by the gateway's own parse (``core.whatsapp``: the text,
+    the type note the dispatcher reads) and ``core.whatsapp_member`` (the callback's member).
+
+    Raises ValueError for a message the gateway stores without calling back, with the gateway's
+    reason."""
+    body = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "simulated",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": business_number,
+                                "phone_number_id": "simulated",
+                            },
+                            "contacts": [{"profile": {"name": profile_name}, "wa_id": raw.get("from", "")}],
+                            "messages": [dict(raw)],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    hook = parse_webhook(orjson.dumps(body))
+    if len(hook.messages) != 1:
+        reasons = "; ".join(u.reason for u in hook.unread) or "not a message"
+        raise ValueError(f"the gateway would not take this WhatsApp message: {reasons}")
+    (m,) = hook.messages
+    refused = stored_only(m)
+    if refused is not None:
+        raise ValueError(f"the gateway never calls back this message: {refused}")
+    return m.text, m.wamid, (f"whatsapp {m.type}",), member_json(m.raw, m.profile_name)
 
 
 def make_callback(
@@ -109,6 +170,7 @@ def make_callback(
     signing_secret: str | Sequence[str] | None = None,
     signed_at: int | None = None,
     channel: Channel = "sms",
+    whatsapp_message: Mapping[str, Any] | None = None,
 ) -> tuple[bytes, dict[str, str]]:
     """``(body, headers)`` of the callback the gateway would POST for this MO.
 
@@ -116,7 +178,14 @@ def make_callback(
     as the gateway signs it, at ``signed_at`` (unix seconds; default now).
     """
     mo = make_mo(
-        message, msisdn=msisdn, shortcode=shortcode, operator=operator, circle=circle, at=at, channel=channel
+        message,
+        msisdn=msisdn,
+        shortcode=shortcode,
+        operator=operator,
+        circle=circle,
+        at=at,
+        channel=channel,
+        whatsapp_message=whatsapp_message,
     )
     headers = contract.callback_headers(token, message_id or new_message_id(), __version__)
     body = contract.callback_body(mo, tsunix_unit)

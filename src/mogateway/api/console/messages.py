@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from mogateway.api.console import whatsapp_view
 from mogateway.api.console.render import html
 from mogateway.api.console.web import (
     ConsoleRoute,
@@ -135,6 +136,7 @@ async def message_page(request: Request, message_id: str) -> Response:
         summary=summarize(message),
         details=event_details,
         replayable=message["state"] in REPLAYABLE_STATES,
+        wa_facts=whatsapp_view.whatsapp_facts(message.get("whatsapp")),
     )
     return html("message.html", context)
 

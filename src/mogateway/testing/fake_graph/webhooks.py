@@ -11,44 +11,78 @@ Build the messages and statuses, then send them in one body::
         meta.redeliver(first)                      # the same bytes, the same signature, as Meta retries
         meta.send(statuses=[wh.status(reply_wamid, "read", "919812345678")])
 
-A body is serialised once, with non-ASCII text as UTF-8 (not ``\\u`` escapes), and signed over exactly
-those bytes (``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 keyed with the app secret>``), so a receiver
-that re-serialises before checking fails as it would with Meta.
+Every inbound message type Meta documents has a builder here: :func:`text`, the media (:func:`image`,
+:func:`audio`, :func:`video`, :func:`document`, :func:`sticker`, or :func:`media`), :func:`location`,
+:func:`contacts` (cards from :func:`contact_card`), :func:`reaction` and :func:`reaction_removed`,
+:func:`button_reply`, :func:`list_reply`, :func:`nfm_reply`, :func:`quick_reply` (type ``button``),
+:func:`order` (items from :func:`product_item`), :func:`system`, :func:`unsupported`; and the events
+:func:`edit`, :func:`revoke`. Any of them can be made a reply (:func:`replying_to`, or the builder's
+``context=``), forwarded (:func:`forwarded`) or the first message after a click-to-WhatsApp ad
+(:func:`with_referral`)::
+
+    wh.forwarded(wh.document("919812345678", "bill.pdf", caption="my bill"), frequently=True)
+
+The bodies and their delivery (:func:`webhook_body`, :func:`merge`, :func:`encode`, :func:`status`,
+:class:`WebhookSender`) are in :mod:`.webhook_sender`, re-exported here. A body is serialised once,
+with non-ASCII text as UTF-8 (not ``\\u`` escapes), and signed over exactly those bytes
+(``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 keyed with the app secret>``), so a receiver that
+re-serialises before checking fails as it would with Meta.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 import time
-from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
-import httpx
-
-from mogateway.core.whatsapp import SIGNATURE_HEADER, sign_body
-from mogateway.testing.fake_graph.fixtures import CLOUD_DISPLAY_NUMBER, CLOUD_PHONE_NUMBER_ID, DEST_WABA
+from mogateway.testing.fake_graph.fixtures import CLOUD_DISPLAY_NUMBER
+from mogateway.testing.fake_graph.webhook_sender import (
+    Delivery,
+    WebhookSender,
+    encode,
+    merge,
+    status,
+    webhook_body,
+)
 
 __all__ = [
+    "AD_REFERRAL",
     "Delivery",
     "WebhookSender",
+    "audio",
     "button_reply",
+    "contact_card",
+    "contacts",
+    "document",
     "edit",
     "encode",
+    "forwarded",
+    "image",
     "list_reply",
+    "location",
     "media",
     "merge",
+    "new_wamid",
+    "nfm_reply",
+    "order",
+    "product_item",
     "quick_reply",
     "reaction",
+    "reaction_removed",
+    "replying_to",
     "revoke",
     "status",
+    "sticker",
+    "system",
     "system_user_changed_user_id",
     "text",
     "unrendered",
+    "unsupported",
     "username_text",
+    "video",
     "webhook_body",
+    "with_referral",
 ]
 
 _counter = itertools.count(1)
@@ -244,174 +278,245 @@ def media(
     return _message(sender, kind, content, wamid, timestamp, context)
 
 
-def status(
-    wamid: str,
-    value: str,
-    recipient: str | None,
+# -- the other media, each with the fields Meta documents for it -------------------------------------
+
+
+def image(sender: str, *, caption: str | None = None, **kw: Any) -> dict[str, Any]:
+    """An image (``kw``: :func:`media`'s options)."""
+    return media(sender, "image", caption=caption, **kw)
+
+
+def audio(sender: str, *, voice: bool | None = True, **kw: Any) -> dict[str, Any]:
+    """An audio message; ``voice`` true (the default) for a voice note recorded in WhatsApp, as Meta
+    marks one; None leaves the field out."""
+    message = media(sender, "audio", **kw)
+    if voice is not None:
+        message["audio"]["voice"] = voice
+    return message
+
+
+def video(sender: str, *, caption: str | None = None, **kw: Any) -> dict[str, Any]:
+    """A video."""
+    return media(sender, "video", caption=caption, **kw)
+
+
+def document(
+    sender: str, filename: str, *, caption: str | None = None, file_size: int | None = None, **kw: Any
+) -> dict[str, Any]:
+    """A document with its file name (and ``file_size`` in bytes, sent as Graph sends sizes: a digit
+    string, when given)."""
+    message = media(sender, "document", caption=caption, **kw)
+    message["document"]["filename"] = filename
+    if file_size is not None:
+        message["document"]["file_size"] = str(file_size)
+    return message
+
+
+def sticker(sender: str, *, animated: bool = False, **kw: Any) -> dict[str, Any]:
+    """A sticker (webp); ``animated`` as Meta marks it."""
+    message = media(sender, "sticker", **kw)
+    message["sticker"]["animated"] = animated
+    return message
+
+
+# -- location, contacts ------------------------------------------------------------------------------
+
+
+def location(
+    sender: str,
+    latitude: float,
+    longitude: float,
     *,
+    name: str | None = None,
+    address: str | None = None,
+    url: str | None = None,
+    wamid: str | None = None,
     timestamp: int | None = None,
-    error_code: int | None = None,
-    error_title: str = "",
-    details: str = "",
+    context: str | None = None,
 ) -> dict[str, Any]:
-    """A status of a message the business sent (``sent``, ``delivered``, ``read``, ``failed``); without
-    ``recipient_id`` when ``recipient`` is None."""
-    item: dict[str, Any] = {
-        "id": wamid,
-        "status": value,
-        "timestamp": str(int(time.time()) if timestamp is None else timestamp),
-    }
-    if recipient is not None:
-        item["recipient_id"] = recipient
-    if value in ("sent", "delivered"):
-        item["conversation"] = {"id": secrets.token_hex(16), "origin": {"type": "service"}}
-        item["pricing"] = {"billable": False, "pricing_model": "CBP", "category": "service"}
-    if error_code is not None:
-        item["errors"] = [
-            {
-                "code": error_code,
-                "title": error_title,
-                "message": error_title,
-                "error_data": {"details": details},
-            }
-        ]
-    return item
+    """A shared location (a pinned place has a ``name`` and an ``address``; a live location has
+    neither)."""
+    content: dict[str, Any] = {"latitude": latitude, "longitude": longitude}
+    for key, value in (("name", name), ("address", address), ("url", url)):
+        if value is not None:
+            content[key] = value
+    return _message(sender, "location", content, wamid, timestamp, context)
 
 
-def webhook_body(
-    messages: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-    statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+def contact_card(
+    formatted_name: str,
+    *phones: str,
+    wa_id: str | None = None,
+    first_name: str | None = None,
+    last_name: str | None = None,
+    email: str | None = None,
+    company: str | None = None,
+    title: str | None = None,
+    birthday: str | None = None,
+) -> dict[str, Any]:
+    """One card of a ``contacts`` message: its name, phones (the first with ``wa_id`` when given, type
+    ``CELL``), and optionally an email, a company (and the person's ``title`` there) and a birthday
+    (``YYYY-MM-DD``)."""
+    name: dict[str, Any] = {"formatted_name": formatted_name}
+    if first_name is not None:
+        name["first_name"] = first_name
+    if last_name is not None:
+        name["last_name"] = last_name
+    card: dict[str, Any] = {"name": name}
+    if phones:
+        card["phones"] = [{"phone": p, "type": "CELL"} for p in phones]
+        if wa_id is not None:
+            card["phones"][0] = {"phone": phones[0], "wa_id": wa_id, "type": "CELL"}
+    if email is not None:
+        card["emails"] = [{"email": email, "type": "WORK"}]
+    if company is not None:
+        card["org"] = {"company": company} if title is None else {"company": company, "title": title}
+    if birthday is not None:
+        card["birthday"] = birthday
+    return card
+
+
+def contacts(
+    sender: str,
+    *cards: dict[str, Any],
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """Contact cards the person shared (:func:`contact_card`); ``contacts`` is a list, as Meta sends."""
+    message = _message(sender, "contacts", {}, wamid, timestamp, context)
+    message["contacts"] = list(cards)
+    return message
+
+
+# -- reactions, interactive answers, orders ------------------------------------------------------------
+
+
+def reaction_removed(
+    sender: str, message_id: str, *, wamid: str | None = None, timestamp: int | None = None
+) -> dict[str, Any]:
+    """The person took their reaction to ``message_id`` back: Meta sends the reaction without an emoji."""
+    return _message(sender, "reaction", {"message_id": message_id}, wamid, timestamp, None)
+
+
+def nfm_reply(
+    sender: str,
+    response_json: str,
     *,
-    phone_number_id: str = CLOUD_PHONE_NUMBER_ID,
-    display_phone_number: str = CLOUD_DISPLAY_NUMBER,
-    waba_id: str = DEST_WABA,
-    errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-    names: dict[str, str] | None = None,
+    name: str = "flow",
+    body: str = "Sent",
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
 ) -> dict[str, Any]:
-    """One entry with one ``messages`` change carrying ``messages``, ``statuses`` and ``errors``."""
-    value: dict[str, Any] = {
-        "messaging_product": "whatsapp",
-        "metadata": {"display_phone_number": display_phone_number, "phone_number_id": phone_number_id},
+    """A WhatsApp Flow's answer (interactive ``nfm_reply``); ``response_json`` is the Flow's JSON as
+    text, as Meta sends it."""
+    content = {
+        "type": "nfm_reply",
+        "nfm_reply": {"name": name, "body": body, "response_json": response_json},
     }
-    senders = list(dict.fromkeys((m.get("from"), m.get("from_user_id")) for m in messages))
-    if messages:
-        contacts = []
-        for wa_id, user_id in senders:
-            contact: dict[str, Any] = {"profile": {"name": (names or {}).get(wa_id or "", "Test User")}}
-            if wa_id:
-                contact["wa_id"] = wa_id
-            if user_id:
-                contact["user_id"] = user_id
-            contacts.append(contact)
-        value["contacts"] = contacts
-        value["messages"] = list(messages)
-    if statuses:
-        value["statuses"] = list(statuses)
-    if errors:
-        value["errors"] = list(errors)
-    change = {"value": value, "field": "messages"}
-    return {"object": "whatsapp_business_account", "entry": [{"id": waba_id, "changes": [change]}]}
+    return _message(sender, "interactive", content, wamid, timestamp, context)
 
 
-def merge(*bodies: dict[str, Any]) -> dict[str, Any]:
-    """Several bodies' entries in one body (as Meta batches them)."""
-    return {"object": "whatsapp_business_account", "entry": [e for b in bodies for e in b["entry"]]}
+def product_item(retailer_id: str, quantity: int, price: float, currency: str = "INR") -> dict[str, Any]:
+    """One line of an :func:`order`."""
+    return {
+        "product_retailer_id": retailer_id,
+        "quantity": quantity,
+        "item_price": price,
+        "currency": currency,
+    }
 
 
-def encode(body: dict[str, Any]) -> bytes:
-    """The bytes Meta would send: compact JSON, non-ASCII as UTF-8."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def order(
+    sender: str,
+    catalog_id: str,
+    *items: dict[str, Any],
+    text: str | None = None,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """An order from the business's catalog (its lines from :func:`product_item`)."""
+    content: dict[str, Any] = {"catalog_id": catalog_id}
+    if text is not None:
+        content["text"] = text
+    content["product_items"] = list(items)
+    return _message(sender, "order", content, wamid, timestamp, context)
 
 
-@dataclass(frozen=True)
-class Delivery:
-    """One POST of a webhook and its answer."""
-
-    body: bytes
-    signature: str | None
-    status: int
-    text: str
+# -- what WhatsApp itself says ----------------------------------------------------------------------------
 
 
-class WebhookSender:
-    """Posts signed webhooks to ``url`` as Meta does (a sync httpx client; close it, or use ``with``)."""
+def system(
+    sender: str,
+    body: str,
+    *,
+    kind: str = "user_changed_number",
+    new_wa_id: str | None = None,
+    wamid: str | None = None,
+    timestamp: int | None = None,
+) -> dict[str, Any]:
+    """A system notice about ``sender`` (by default: they changed their number to ``new_wa_id``)."""
+    content: dict[str, Any] = {"body": body}
+    if new_wa_id is not None:
+        content["new_wa_id"] = new_wa_id
+    content["type"] = kind
+    return _message(sender, "system", content, wamid, timestamp, None)
 
-    def __init__(
-        self,
-        url: str,
-        app_secret: str,
-        *,
-        phone_number_id: str = CLOUD_PHONE_NUMBER_ID,
-        display_phone_number: str = CLOUD_DISPLAY_NUMBER,
-        waba_id: str = DEST_WABA,
-        timeout_s: float = 10.0,
-    ) -> None:
-        self.url = url
-        self.app_secret = app_secret
-        self.phone_number_id = phone_number_id
-        self.display_phone_number = display_phone_number
-        self.waba_id = waba_id
-        self._http = httpx.Client(timeout=timeout_s, headers={"User-Agent": "facebookexternalua"})
-        self.deliveries: list[Delivery] = []
 
-    def body(
-        self,
-        *messages: dict[str, Any],
-        statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-        errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-    ) -> bytes:
-        """The encoded body for this sender's number."""
-        return encode(
-            webhook_body(
-                messages,
-                statuses,
-                phone_number_id=self.phone_number_id,
-                display_phone_number=self.display_phone_number,
-                waba_id=self.waba_id,
-                errors=errors,
-            )
-        )
+def unsupported(
+    sender: str,
+    what: str | None = None,
+    *,
+    kind: str = "unsupported",
+    code: int = 131051,
+    title: str = "Message type unknown",
+    details: str = "Message type is currently not supported.",
+    wamid: str | None = None,
+    timestamp: int | None = None,
+) -> dict[str, Any]:
+    """A message WhatsApp does not pass on (``unsupported``, or Meta's older ``unknown`` with
+    ``kind``), with Meta's error; ``what`` is what it was (``unsupported.type``), when Meta says."""
+    message = _message(sender, kind, {"type": what} if what is not None else {}, wamid, timestamp, None)
+    if what is None:
+        del message[kind]
+    message["errors"] = [{"code": code, "title": title, "message": title, "error_data": {"details": details}}]
+    return message
 
-    def send(
-        self,
-        *messages: dict[str, Any],
-        statuses: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-        errors: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
-    ) -> Delivery:
-        """Build, sign and post one body."""
-        return self.post(self.body(*messages, statuses=statuses, errors=errors))
 
-    def post(self, body: bytes, *, signed: bool = True, signature: str | None = None) -> Delivery:
-        """Post ``body`` as is: signed (the default), with the ``signature`` given, or unsigned."""
-        header = (
-            signature if signature is not None else (sign_body(body, self.app_secret) if signed else None)
-        )
-        headers = {"Content-Type": "application/json"}
-        if header is not None:
-            headers[SIGNATURE_HEADER] = header
-        answer = self._http.post(self.url, content=body, headers=headers)
-        delivery = Delivery(body, header, answer.status_code, answer.text)
-        self.deliveries.append(delivery)
-        return delivery
+# -- what any message may carry: a reply's context, forwarded flags, an ad's referral ----------------
 
-    def redeliver(self, delivery: Delivery) -> Delivery:
-        """Post the same bytes with the same signature again, as Meta retries."""
-        return self.post(delivery.body, signed=delivery.signature is not None, signature=delivery.signature)
 
-    def handshake(
-        self, verify_token: str, *, challenge: str = "1158201444", mode: str = "subscribe"
-    ) -> httpx.Response:
-        """The verification GET Meta sends when a callback URL is set."""
-        params = {"hub.mode": mode, "hub.verify_token": verify_token, "hub.challenge": challenge}
-        return self._http.get(self.url, params=params)
+def replying_to(message: dict[str, Any], wamid: str, *, sender: str = CLOUD_DISPLAY_NUMBER) -> dict[str, Any]:
+    """``message`` as a reply to the business's message ``wamid`` (``context: {from, id}``)."""
+    message["context"] = {"from": sender, "id": wamid}
+    return message
 
-    def close(self) -> None:
-        self._http.close()
 
-    def __enter__(self) -> WebhookSender:
-        return self
+def forwarded(message: dict[str, Any], *, frequently: bool = False) -> dict[str, Any]:
+    """``message`` as forwarded (``context.forwarded``); forwarded many times, also
+    ``context.frequently_forwarded``."""
+    flags = {"forwarded": True, "frequently_forwarded": True} if frequently else {"forwarded": True}
+    message["context"] = {**message.get("context", {}), **flags}
+    return message
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+
+#: A click-to-WhatsApp ad's referral as Meta documents it (``with_referral``'s default).
+AD_REFERRAL: dict[str, str] = {
+    "source_url": "https://fb.me/3cr4Wqqkv",
+    "source_id": "120212345678901234",
+    "source_type": "ad",
+    "headline": "Pay your bill on WhatsApp",
+    "body": "Tap to chat",
+    "media_type": "image",
+    "image_url": "https://scontent.example/ad.jpg",
+    "ctwa_clid": "ARAkLkA8rmlFeiCktEJQ-QTwRiyYHAFDLMNDBH0CD3qpjd0HR4irJ6LEkR7JwFF4XvnO2E4Nx0-eM-ZABe",
+}
+
+
+def with_referral(message: dict[str, Any], **fields: str) -> dict[str, Any]:
+    """``message`` as the first message after a click on a click-to-WhatsApp ad: ``referral`` is
+    :data:`AD_REFERRAL` with ``fields`` changed (``source_url``, ``headline``…)."""
+    message["referral"] = {**AD_REFERRAL, **fields}
+    return message
