@@ -260,23 +260,66 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None, help="default: the gateway's (one per core)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep journals and logs here")
+    parser.add_argument(
+        "--with-sms",
+        action="store_true",
+        help="alternate every run with the SMS HTTP path (single POST /v1/inbound at the same rate and "
+        "count, each from its own sender, the reply over the http channel to a local MT endpoint) and "
+        "print the CPU-per-message ratio of each pair",
+    )
     args = parser.parse_args()
     if not 1 <= args.count <= 100_000 or args.rate <= 0 or args.per_body < 1 or args.concurrency < 1:
         parser.error("--count 1-100000, --rate above 0, --per-body and --concurrency at least 1")
     if not 1 <= args.runs <= 20:
         parser.error("--runs 1-20")
     results = []
+    sms_results: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="wa-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for n in range(args.runs):
+            sms_first = args.with_sms and n % 2 == 1  # alternate which goes first
+            if sms_first:
+                sms_results.append(_sms_run(args, workdir, n))
             r = asyncio.run(
                 one_run(args.count, args.rate, args.per_body, args.concurrency, workdir, args.workers)
             )
             print(f"run {n + 1}: {_describe(r)}", flush=True)
             results.append(r)
+            if args.with_sms and not sms_first:
+                sms_results.append(_sms_run(args, workdir, n))
+            if args.with_sms:
+                ratio = r["cpu_us"] / sms_results[-1]["cpu_us"]
+                print(f"run {n + 1}: CPU per message WhatsApp / SMS = {ratio:.2f}x", flush=True)
     medians = {k: median([r[k] for r in results]) for k in results[0]}
     print(f"median of {args.runs}: {_describe(medians)}")
+    if sms_results:
+        sms_cpu = median([r["cpu_us"] for r in sms_results])
+        sms_rate = median([r["mo_per_s"] for r in sms_results])
+        ratios = [w["cpu_us"] / s["cpu_us"] for w, s in zip(results, sms_results, strict=True)]
+        print(
+            f"median of {args.runs} SMS (http reply channel): {sms_rate:,.0f} MO/s end to end, "
+            f"{sms_cpu:,.0f} µs CPU per MO; CPU per message WhatsApp / SMS {median(ratios):.2f}x "
+            f"(median of the pairs' ratios: {', '.join(f'{x:.2f}' for x in ratios)})"
+        )
+
+
+def _sms_run(args: argparse.Namespace, workdir: Path, n: int) -> dict[str, float]:
+    """The SMS HTTP path at the same count and rate: single ``POST /v1/inbound`` each from its own
+    sender, its reply over the ``http`` reply channel to the fast application (bench/throughput.py)."""
+    from throughput import one_run as sms_one_run
+
+    r = asyncio.run(
+        sms_one_run(
+            args.count, 64, 500, workdir, False, args.workers, args.rate, reply_http=True, skip_ceiling=True
+        )
+    )
+    print(
+        f"run {n + 1} SMS: {r['mo_per_s']:,.0f} MO/s end to end, intake → reply p50 {r['p50_ms']:.0f} ms, "
+        f"p99 {r['p99_ms']:.0f} ms; {r['cpu_us']:,.0f} µs CPU per MO",
+        flush=True,
+    )
+    return r
 
 
 if __name__ == "__main__":
