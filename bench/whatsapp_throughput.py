@@ -5,7 +5,9 @@
 
 Everything on 127.0.0.1, each in its own process: ``mogateway serve`` (the gateway's default workers
 unless ``--workers``; SQLite journal, fsynced before every 200) configured with ``[whatsapp]`` whose
-``graph_url`` is the fake Graph API (``mogateway waba fake-graph``), the fast callback application of
+``graph_url`` is the fake Graph API (``mogateway waba fake-graph``; over TLS with a certificate the
+bench makes, trusted through ``graph_ca_file``, unless ``--plain-graph``; the fake checks the token on
+every request; the gateway keeps its connections alive), the fast callback application of
 the other benches (answers "OK thanks" at once), and this process as Meta: ``--count`` messages in
 webhooks of ``--per-body`` messages each, signed with the app secret as Meta signs them
 (``X-Hub-Signature-256`` over the exact bytes, the fake's ``webhooks`` builders), offered at ``--rate``
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sqlite3
+import ssl
 import sys
 import tempfile
 import time
@@ -50,6 +53,7 @@ from _common import (
 
 from mogateway.core.whatsapp import SIGNATURE_HEADER, sign_body
 from mogateway.testing.fake_graph import webhooks as wh
+from mogateway.testing.tls import make_certificates
 
 ADMIN = "bench-admin-token-0123456789"
 APP_SECRET = "bench-app-secret-0123456789"
@@ -59,7 +63,8 @@ GRAPH_TOKEN = "rehearsal-token"
 WEBHOOK = "/v1/whatsapp/webhook"
 
 
-def _config(path: Path, db: Path, graph_url: str) -> Path:
+def _config(path: Path, db: Path, graph_url: str, ca_file: Path | None, extra: str = "") -> Path:
+    ca = f'graph_ca_file = "{ca_file}"\n' if ca_file is not None else ""
     path.write_text(
         f"""database = "{db}"
 admin_token = "{ADMIN}"
@@ -70,7 +75,7 @@ log_level = "warning"
 app_secret = "{APP_SECRET}"
 verify_token = "bench-verify-token"
 graph_url = "{graph_url}"
-
+{ca}{extra}
 [[whatsapp.numbers]]
 phone_number_id = "{PNID}"
 display_phone_number = "{BUSINESS}"
@@ -167,16 +172,26 @@ def _reply_instants(db: Path) -> dict[str, float]:
 
 
 async def one_run(
-    count: int, rate: float, per_body: int, concurrency: int, workdir: Path, workers: int | None
+    count: int,
+    rate: float,
+    per_body: int,
+    concurrency: int,
+    workdir: Path,
+    workers: int | None,
+    tls: bool = True,
+    extra: str = "",
 ) -> dict[str, float]:
     app_port, gw_port, graph_port = free_port(), free_port(), free_port()
     app = start_fast_app(app_port)
-    graph = start(
-        [sys.executable, "-m", "mogateway", "waba", "fake-graph", "--port", str(graph_port)],
-        log=workdir / f"graph-{graph_port}.log",
-    )
+    graph_command = [sys.executable, "-m", "mogateway", "waba", "fake-graph", "--port", str(graph_port)]
+    certs = make_certificates(workdir / "tls") if tls else None
+    if certs is not None:  # TLS as the real Graph API; the gateway trusts the bench's CA (graph_ca_file)
+        graph_command += ["--tls-cert", str(certs.cert_file), "--tls-key", str(certs.key_file)]
+    graph = start(graph_command, log=workdir / f"graph-{graph_port}.log")
+    scheme = "https" if certs is not None else "http"
+    graph_url = f"{scheme}://127.0.0.1:{graph_port}"
     db = workdir / f"wa-{gw_port}.db"
-    config = _config(workdir / f"wa-{gw_port}.toml", db, f"http://127.0.0.1:{graph_port}")
+    config = _config(workdir / f"wa-{gw_port}.toml", db, graph_url, certs.ca_file if certs else None, extra)
     command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port), "--config", str(config)]
     if workers is not None:
         command += ["--workers", str(workers)]
@@ -215,9 +230,10 @@ async def one_run(
         cpu_us = (tree_cpu_seconds(tree) - cpu_before) / count * 1e6
         rss = tree_peak_rss_mib(tree)
         replies = _reply_instants(db)
+        client_tls = ssl.create_default_context(cafile=str(certs.ca_file)) if certs else None
         async with (
             aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{graph_port}/__fake/messages") as resp,
+            session.get(f"{graph_url}/__fake/messages", ssl=client_tls or True) as resp,
         ):
             sends = orjson.loads(await resp.read())["data"]
     finally:
@@ -261,6 +277,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="default: the gateway's (one per core)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep journals and logs here")
     parser.add_argument(
+        "--plain-graph",
+        action="store_true",
+        help="the fake Graph API over plain HTTP (default: TLS with a certificate the bench makes, "
+        "trusted through [whatsapp] graph_ca_file, as production has it)",
+    )
+    parser.add_argument(
         "--with-sms",
         action="store_true",
         help="alternate every run with the SMS HTTP path (single POST /v1/inbound at the same rate and "
@@ -282,7 +304,15 @@ def main() -> None:
             if sms_first:
                 sms_results.append(_sms_run(args, workdir, n))
             r = asyncio.run(
-                one_run(args.count, args.rate, args.per_body, args.concurrency, workdir, args.workers)
+                one_run(
+                    args.count,
+                    args.rate,
+                    args.per_body,
+                    args.concurrency,
+                    workdir,
+                    args.workers,
+                    tls=not args.plain_graph,
+                )
             )
             print(f"run {n + 1}: {_describe(r)}", flush=True)
             results.append(r)
