@@ -99,18 +99,21 @@ def _bodies(count: int, per_body: int) -> list[tuple[bytes, list[str]]]:
 
 async def _offer(
     url: str, bodies: list[tuple[bytes, list[str]]], rate: float, per_body: int, concurrency: int
-) -> tuple[dict[str, float], list[float]]:
+) -> tuple[dict[str, float], list[float], dict[int, int]]:
     """Post every webhook at ``rate`` messages/s; the instant each wamid's webhook was sent, and the
     webhooks' answer times (ms)."""
     sent_at: dict[str, float] = {}
     answers: list[float] = []
+    refused: dict[int, int] = {}  # webhooks answered other than 200 (503: admission control), by status
     gate = asyncio.Semaphore(concurrency)
     interval = per_body / rate
     started = time.monotonic()
 
     async def post(session: aiohttp.ClientSession, body: bytes, wamids: list[str]) -> None:
         headers = {"content-type": "application/json", SIGNATURE_HEADER: sign_body(body, APP_SECRET)}
-        for _ in range(20):
+        give_up = time.monotonic() + 240
+        pause = 0.2
+        while time.monotonic() < give_up:
             t0 = time.time()
             try:
                 async with session.post(url, data=body, headers=headers) as resp:
@@ -123,10 +126,13 @@ async def _offer(
                 for w in wamids:
                     sent_at[w] = t0
                 return
-            await asyncio.sleep(0.2)  # as Meta: delivered again later
-        raise RuntimeError(f"webhook {wamids[0]} never answered 200")
+            refused[status] = refused.get(status, 0) + 1
+            await asyncio.sleep(pause)  # as Meta: delivered again later, backing off
+            pause = min(2.0, pause * 1.5)
+        raise RuntimeError(f"webhook {wamids[0]} never answered 200 in 240 s")
 
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
         tasks = []
         for i, (body, wamids) in enumerate(bodies):
             due = started + i * interval
@@ -138,7 +144,7 @@ async def _offer(
             task.add_done_callback(lambda _t: gate.release())
             tasks.append(task)
         await asyncio.gather(*tasks)
-    return sent_at, answers
+    return sent_at, answers, refused
 
 
 #: Where a message's reply ends: handed over, possibly sent (the Graph API gave no answer within the
@@ -219,7 +225,7 @@ async def one_run(
         bodies = _bodies(count, per_body)
         tree = process_tree(gateway.pid)
         cpu_before = tree_cpu_seconds(tree)
-        sent_at, answers = await _offer(base + WEBHOOK, bodies, rate, per_body, concurrency)
+        sent_at, answers, refused = await _offer(base + WEBHOOK, bodies, rate, per_body, concurrency)
         deadline = time.monotonic() + 300
         while _finished(db) < count:
             if time.monotonic() > deadline or gateway.poll() is not None:
@@ -255,6 +261,8 @@ async def one_run(
         "rss_mib": rss,
         "unknown": float(states.get("reply_unknown", 0)),
         "failed": float(states.get("reply_failed", 0)),
+        "refused": float(sum(refused.values())),
+        "refused_other": float(sum(n for status, n in refused.items() if status != 503)),
     }
 
 
@@ -263,7 +271,8 @@ def _describe(r: dict[str, float]) -> str:
         f"{r['mo_per_s']:,.0f} msg/s end to end, webhook → reply p50 {r['p50_ms']:.0f} ms, "
         f"p99 {r['p99_ms']:.0f} ms; webhook answered p50 {r['webhook_p50_ms']:.1f} ms, "
         f"p99 {r['webhook_p99_ms']:.1f} ms; {r['cpu_us']:,.0f} µs CPU per message; "
-        f"peak RSS {r['rss_mib']:.0f} MiB; replies unknown {r['unknown']:.0f}, failed {r['failed']:.0f}"
+        f"peak RSS {r['rss_mib']:.0f} MiB; replies unknown {r['unknown']:.0f}, failed {r['failed']:.0f}; "
+        f"webhooks refused {r['refused']:.0f} (other than 503: {r['refused_other']:.0f})"
     )
 
 

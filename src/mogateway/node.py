@@ -54,6 +54,7 @@ from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
 from mogateway.edges.workers.socket import WorkerSocket
 from mogateway.modes import Cluster, Mode, WorkerSeat, choose_mode
+from mogateway.service.admission import Admission
 from mogateway.service.dispatcher import Dispatcher
 from mogateway.service.dlt import DltGate
 from mogateway.service.intake import Intake
@@ -186,12 +187,22 @@ class Gateway:
         self.cluster: Cluster | None = None
         self.stats: StatsService | None = None
         self.retention: Retention | None = None  # with message_retention_days, on one process
+        self.admission: Admission | None = None  # webhooks refused (503) while this worker holds too much
         self._socket: WorkerSocket | None = None
         self._http: Http1Client | None = None
         self._reply_session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
     # ------------------------------------------------------------------ lifecycle
+
+    def _held(self) -> int:
+        """Messages this worker holds and has not answered yet (``service.admission``)."""
+        held = self.queue.lag()
+        if self.dispatcher is not None:
+            held += self.dispatcher.waiting() + sum(self.dispatcher.inflight().values())
+        if self.replier is not None:
+            held += self.replier.in_progress()
+        return held
 
     async def start(self) -> None:
         s = self.settings
@@ -230,6 +241,11 @@ class Gateway:
             allow_private=s.allow_private_callbacks,
             lane_cap=mode.lane_cap(),
             health=self.journal_health,
+        )
+        self.admission = Admission(
+            s.whatsapp.max_pending_webhook_messages if s.whatsapp is not None else 0,
+            self._held,
+            self.metrics,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery

@@ -36,6 +36,10 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   (``whatsapp_seen``, kept by ``service.retention``) likewise (``replayed``): a re-posted signed body
   is never stored and answered twice.
 * If the journal cannot store the batch → 503 and nothing is acknowledged: Meta delivers it again.
+* Admission control (``service.admission``): while this worker holds more than ``[whatsapp]
+  max_pending_webhook_messages`` messages it accepted and has not answered yet, a webhook is answered
+  503 before a byte of it is read, and Meta delivers it again later — refusing early is safe, accepting
+  and then failing to reply in time is not (issue 38).
 * Statuses of replies (``sent``, ``delivered``, ``read``, ``failed``) are recorded on the message whose
   reply part has that wamid (``ReceiptStore.record_deliveries``, like SMPP receipts), in whatever order
   they come, matched by the wamid alone (``recipient_id`` may be missing); a status for a wamid not
@@ -226,6 +230,22 @@ def _bad_signature(request: Request) -> NoReturn:
     raise ApiProblem(401, f"missing or wrong {SIGNATURE_HEADER}", kind="bad-signature")
 
 
+def _busy(admission: Any) -> NoReturn:
+    _say(
+        "busy",
+        logging.WARNING,
+        "WhatsApp webhooks refused (503, Meta delivers them again): this worker holds %d unanswered "
+        "messages, more than max_pending_webhook_messages=%d",
+        admission.held(),
+        admission.bound,
+    )
+    raise ApiProblem(
+        503,
+        "the gateway is busy answering the messages it holds; deliver this webhook again later",
+        kind="unavailable",
+    )
+
+
 def _capped(gateway: Any, hook: Webhook, most: int) -> Webhook:
     """``hook`` with at most ``most`` messages and statuses (messages first); the rest counted."""
     over = len(hook.messages) + len(hook.statuses) - most
@@ -281,11 +301,15 @@ def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
     WEBHOOK_PATH,
     summary="WhatsApp webhook notifications (Meta calls it, signed with X-Hub-Signature-256)",
     description="401 for a missing or wrong signature (nothing is stored); 404 when the gateway serves "
-    "no WhatsApp number; 503 when the journal could not store the messages (Meta delivers them again).",
+    "no WhatsApp number; 503 when the journal could not store the messages or the gateway is too busy "
+    "to take more (Meta delivers them again).",
     **documented(400, 401, 404, 413, 503, auth=None, ok_content=_ANSWER, body=_WEBHOOK_BODY),
 )
 async def webhook(request: Request) -> Response:
     gateway, wa = _settings(request)
+    admission = getattr(gateway, "admission", None)
+    if admission is not None and not admission.admits("whatsapp"):
+        _busy(admission)  # before a byte is read: refusing must cost next to nothing
     secret = wa.app_secret.get_secret_value()
     given = signature_given(request.headers.get(SIGNATURE_HEADER))
     if given is None or not secret:
