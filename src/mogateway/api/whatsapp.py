@@ -56,6 +56,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+import weakref
 from typing import Any, Final, NoReturn
 
 import orjson
@@ -272,7 +273,7 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
         id_for_source(f"{a.message.origin}:{(a.message.source_id or '')[:MAX_SOURCE_ID]}") for a in arrivals
     ]
     try:
-        seen = await gateway.journal.seen_whatsapp(ids)
+        seen = await _seen_reader(gateway.journal).seen(ids)
     except Exception as exc:
         log.error("could not read the WhatsApp replay window: %s: %s", type(exc).__name__, exc)
         raise ApiProblem(
@@ -290,6 +291,53 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
         else:
             kept.append(arrival)
     return kept
+
+
+class _SeenReader:
+    """The replay-window reads of concurrent webhooks, merged: while one read runs, the ids of the
+    webhooks that arrive meanwhile wait and go in the next read together (one journal read for many
+    webhooks under load, the same answer for each)."""
+
+    def __init__(self, journal: Any) -> None:
+        self._journal = journal
+        self._waiting: list[tuple[list[str], asyncio.Future[set[str]]]] = []
+        self._reading = False
+
+    async def seen(self, ids: list[str]) -> set[str]:
+        future: asyncio.Future[set[str]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((ids, future))
+        if not self._reading:
+            self._reading = True
+            _spawn(self._read_all())
+        return await future
+
+    async def _read_all(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                wanted = list(dict.fromkeys(i for ids, _ in batch for i in ids))
+                try:
+                    seen: set[str] = await self._journal.seen_whatsapp(wanted)
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for ids, future in batch:
+                    if not future.done():
+                        future.set_result(seen.intersection(ids))
+        finally:
+            self._reading = False
+
+
+_seen_readers: weakref.WeakKeyDictionary[Any, _SeenReader] = weakref.WeakKeyDictionary()
+
+
+def _seen_reader(journal: Any) -> _SeenReader:
+    reader = _seen_readers.get(journal)
+    if reader is None:
+        reader = _seen_readers[journal] = _SeenReader(journal)
+    return reader
 
 
 def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
