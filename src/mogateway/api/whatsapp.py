@@ -57,6 +57,7 @@ import dataclasses
 import logging
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, NoReturn
 
 import orjson
@@ -273,7 +274,7 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
         id_for_source(f"{a.message.origin}:{(a.message.source_id or '')[:MAX_SOURCE_ID]}") for a in arrivals
     ]
     try:
-        seen = await _seen_reader(gateway.journal).seen(ids)
+        seen = await _reads(gateway.journal).seen(ids)
     except Exception as exc:
         log.error("could not read the WhatsApp replay window: %s: %s", type(exc).__name__, exc)
         raise ApiProblem(
@@ -293,19 +294,20 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
     return kept
 
 
-class _SeenReader:
-    """The replay-window reads of concurrent webhooks, merged: while one read runs, the ids of the
-    webhooks that arrive meanwhile wait and go in the next read together (one journal read for many
-    webhooks under load, the same answer for each)."""
+class _MergedReads:
+    """The journal reads of concurrent webhooks by key (the replay window's ids, the statuses' reply
+    wamids), merged: while one read runs, the keys of the webhooks that arrive meanwhile wait and go
+    in the next read together — one journal read for many webhooks under load — and each webhook gets
+    the part of the answer for its own keys."""
 
-    def __init__(self, journal: Any) -> None:
-        self._journal = journal
-        self._waiting: list[tuple[list[str], asyncio.Future[set[str]]]] = []
+    def __init__(self, read: Callable[[list[str]], Awaitable[Any]]) -> None:
+        self._read = read
+        self._waiting: list[tuple[list[str], asyncio.Future[Any]]] = []
         self._reading = False
 
-    async def seen(self, ids: list[str]) -> set[str]:
-        future: asyncio.Future[set[str]] = asyncio.get_running_loop().create_future()
-        self._waiting.append((ids, future))
+    async def __call__(self, keys: list[str]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting.append((keys, future))
         if not self._reading:
             self._reading = True
             _spawn(self._read_all())
@@ -315,29 +317,44 @@ class _SeenReader:
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting, []
-                wanted = list(dict.fromkeys(i for ids, _ in batch for i in ids))
+                wanted = list(dict.fromkeys(k for keys, _ in batch for k in keys))
                 try:
-                    seen: set[str] = await self._journal.seen_whatsapp(wanted)
+                    found = await self._read(wanted)
                 except Exception as exc:
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(exc)
                     continue
-                for ids, future in batch:
+                for keys, future in batch:
                     if not future.done():
-                        future.set_result(seen.intersection(ids))
+                        future.set_result(_part(found, keys))
         finally:
             self._reading = False
 
 
-_seen_readers: weakref.WeakKeyDictionary[Any, _SeenReader] = weakref.WeakKeyDictionary()
+def _part(found: Any, keys: list[str]) -> Any:
+    """What of a merged read's answer (a set of keys, or a mapping by key) concerns ``keys``."""
+    if isinstance(found, dict):
+        return {k: found[k] for k in keys if k in found}
+    return set(found).intersection(keys)
 
 
-def _seen_reader(journal: Any) -> _SeenReader:
-    reader = _seen_readers.get(journal)
-    if reader is None:
-        reader = _seen_readers[journal] = _SeenReader(journal)
-    return reader
+class _JournalReads:
+    __slots__ = ("origins", "seen")
+
+    def __init__(self, journal: Any) -> None:
+        self.seen = _MergedReads(journal.seen_whatsapp)
+        self.origins = _MergedReads(journal.reply_origins)
+
+
+_merged: weakref.WeakKeyDictionary[Any, _JournalReads] = weakref.WeakKeyDictionary()
+
+
+def _reads(journal: Any) -> _JournalReads:
+    reads = _merged.get(journal)
+    if reads is None:
+        reads = _merged[journal] = _JournalReads(journal)
+    return reads
 
 
 def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
@@ -464,7 +481,7 @@ async def _of_their_number(gateway: Any, statuses: list[StatusUpdate]) -> list[S
     ``phone_number_id`` they came with (counted as ``other_number``); an unknown wamid is kept."""
     if not statuses:
         return statuses
-    origins = await gateway.journal.reply_origins([s.wamid for s in statuses])
+    origins = await _reads(gateway.journal).origins([s.wamid for s in statuses])
     kept = []
     for s in statuses:
         origin = origins.get(s.wamid)
