@@ -61,12 +61,14 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.state.gateway = view
     install_handlers(app)
     app.include_router(ingest.router)
+    # Second: the router is searched in order on every request, and Meta's webhooks are as hot a path
+    # as ingest (last, its matching cost ~10% of a worker's CPU at saturation: docs/benchmarks.md §6).
+    app.include_router(whatsapp.router)
     app.include_router(admin.router)
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
     app.include_router(health.router)  # /readyz
-    app.include_router(whatsapp.router)
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)
