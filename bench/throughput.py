@@ -113,11 +113,11 @@ async def push(base: str, count: int, batch: int) -> None:
         await asyncio.gather(*(send(i) for i in range(0, count, batch)))
 
 
-async def push_paced(base: str, count: int, rate: float) -> None:
+async def push_paced(base: str, count: int, rate: float, connections: int = 256) -> None:
     """One ``POST /v1/inbound`` every ``1 / rate`` seconds (each sent on time, whatever the answers of
-    the earlier ones), over a pool of keep-alive connections."""
+    the earlier ones), over a pool of ``connections`` keep-alive connections."""
     headers = {"authorization": f"Bearer {INGEST}", "content-type": "application/json"}
-    connector = aiohttp.TCPConnector(limit=256)
+    connector = aiohttp.TCPConnector(limit=connections)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def send(i: int) -> None:
@@ -224,6 +224,7 @@ async def one_run(
     python: str = sys.executable,
     reply_http: bool = False,
     skip_ceiling: bool = False,
+    connections: int = 256,
 ) -> dict[str, float]:
     app_port, gw_port = free_port(), free_port()
     app = start_fast_app(app_port)
@@ -272,7 +273,7 @@ async def one_run(
         if rate is None:
             await push(base, count, batch)
         else:
-            await push_paced(base, count, rate)
+            await push_paced(base, count, rate, connections)
         deadline = time.monotonic() + 300
         while replied(db) < count:
             if time.monotonic() > deadline or gateway.poll() is not None:

@@ -1,7 +1,7 @@
 """WhatsApp end to end: signed webhooks → callbacks → replies at the (fake) Graph API, on one gateway.
 
     python bench/whatsapp_throughput.py [--count 5000] [--rate 500] [--per-body 1] [--concurrency 64]
-        [--runs 3] [--workers N]
+        [--runs 3] [--workers N] [--with-sms] [--plain-graph]
 
 Everything on 127.0.0.1, each in its own process: ``mogateway serve`` (the gateway's default workers
 unless ``--workers``; SQLite journal, fsynced before every 200) configured with ``[whatsapp]`` whose
@@ -15,6 +15,16 @@ messages per second (a steady load, at most ``--concurrency`` webhooks in flight
 every message's reply has ended (``replied``: the Graph API answered with a wamid; ``reply_unknown``: it
 gave no answer within the gateway's 10 s deadline; ``reply_failed``), bounded by 300 s; each run checks
 that the fake received no reply twice.
+
+A webhook answered other than 200 (``503``: the gateway's admission control) is delivered again as Meta
+does, backing off from 0.2 to 2 s, for up to 240 s; the refusals are counted.
+
+``--with-sms`` alternates every run with the SMS HTTP path at the same count, rate and concurrency
+(single ``POST /v1/inbound`` over at most ``--concurrency`` connections, each from its own sender, the
+reply over the ``http`` reply channel to a local MT endpoint; ``bench/throughput.py``), which goes first
+swapping every run, and prints the ratio of the CPU per message of each pair and their median: the cost
+ratio of issue 35, measured at saturation when the rate is above what the gateway takes (idle work
+then weighs nothing).
 
 Prints, per run and the medians: messages per second end to end (first webhook sent → last reply
 recorded), p50/p99 webhook → reply (from the instant its webhook was sent to its ``reply_submitted`` in
@@ -286,6 +296,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="default: the gateway's (one per core)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep journals and logs here")
     parser.add_argument(
+        "--max-pending",
+        type=int,
+        default=None,
+        help="[whatsapp] max_pending_webhook_messages for the gateway (0: admission control off; "
+        "default: the gateway's)",
+    )
+    parser.add_argument(
         "--plain-graph",
         action="store_true",
         help="the fake Graph API over plain HTTP (default: TLS with a certificate the bench makes, "
@@ -321,6 +338,9 @@ def main() -> None:
                     workdir,
                     args.workers,
                     tls=not args.plain_graph,
+                    extra=""
+                    if args.max_pending is None
+                    else f"max_pending_webhook_messages = {args.max_pending}\n",
                 )
             )
             print(f"run {n + 1}: {_describe(r)}", flush=True)
@@ -350,7 +370,16 @@ def _sms_run(args: argparse.Namespace, workdir: Path, n: int) -> dict[str, float
 
     r = asyncio.run(
         sms_one_run(
-            args.count, 64, 500, workdir, False, args.workers, args.rate, reply_http=True, skip_ceiling=True
+            args.count,
+            64,
+            500,
+            workdir,
+            False,
+            args.workers,
+            args.rate,
+            reply_http=True,
+            skip_ceiling=True,
+            connections=args.concurrency,
         )
     )
     print(
