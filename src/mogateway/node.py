@@ -49,6 +49,7 @@ from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
+from mogateway.edges.whatsapp.graph_sender import register_metrics as register_graph_metrics
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
@@ -215,6 +216,7 @@ class Gateway:
         self.replies = ReplyRouter(self._default_reply_channel())
         if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
+            register_graph_metrics(self.whatsapp.sender, self.metrics.registry)
             self.replies.register("whatsapp", self.whatsapp)
             self._warn_secrets_in_clear()
             self._warn_graph_url_in_clear()

@@ -77,6 +77,15 @@ def _register(gw: GatewayClient, url: str, max_concurrency: int) -> None:
     assert resp.status_code == 201, resp.text
 
 
+def _samples(gw: GatewayClient, name: str) -> list[Any]:
+    return [
+        sample
+        for family in text_string_to_metric_families(gw.admin("GET", "/metrics").text)
+        for sample in family.samples
+        if sample.name == name and sample.labels.get("phone_number_id") == PNID
+    ]
+
+
 def _metric(gw: GatewayClient, name: str, **labels: str) -> float:
     total = 0.0
     for family in text_string_to_metric_families(gw.admin("GET", "/metrics").text):
@@ -190,6 +199,10 @@ def test_graph_sends_queued_behind_a_slow_api_are_retried_unsent_never_unknown(t
             states = [gw.wait_state(mid, ENDS, timeout=60)["state"] for mid in mids]
             assert states == ["replied"] * 5
             assert sorted(_sent_contexts(graph)) == sorted(wamids)  # each sent exactly once
+            # The number's queue is in the metrics: nothing in flight or waiting once all is sent.
+            samples = _samples(gw, "mogateway_whatsapp_graph_sends")
+            assert {(s.labels["state"], s.value) for s in samples} == {("in_flight", 0.0), ("waiting", 0.0)}
+            assert _samples(gw, "mogateway_whatsapp_graph_sends_refused_total")
         finally:
             meta.close()
             gw.close()

@@ -35,8 +35,11 @@ import asyncio
 import contextlib
 import re
 import ssl
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from mogateway.core.callback_url import UrlRefused
 from mogateway.core.ports import RawAnswer, TransportError
@@ -52,7 +55,7 @@ from mogateway.core.whatsapp_send import (
 )
 from mogateway.edges.http1 import Http1Client, RequestProgress, tls_context
 
-__all__ = ["DEFAULT_GRAPH_URL", "GraphSendError", "GraphSender", "SendQueueStats"]
+__all__ = ["DEFAULT_GRAPH_URL", "GraphSendError", "GraphSender", "SendQueueStats", "register_metrics"]
 
 DEFAULT_GRAPH_URL = "https://graph.facebook.com"
 _VERSION = re.compile(r"^v\d{1,3}\.\d{1,3}$")
@@ -339,6 +342,41 @@ class GraphSender:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _SendQueueCollector(Collector):
+    """Each number's Graph sends in flight, waiting for a connection, and refused (read at scrape)."""
+
+    def __init__(self, sender: GraphSender) -> None:
+        self._sender = sender
+
+    def collect(self) -> Iterator[Metric]:
+        sends = GaugeMetricFamily(
+            "mogateway_whatsapp_graph_sends",
+            "Graph API sends of a number: in flight (holding one of its graph_max_connections) or "
+            "waiting for one (at most graph_max_queued)",
+            labels=["phone_number_id", "state"],
+        )
+        refused = CounterMetricFamily(
+            "mogateway_whatsapp_graph_sends_refused",
+            "Graph API sends refused unsent (queue full or no connection within graph_queue_timeout_s); "
+            "their replies are retried",
+            labels=["phone_number_id"],
+        )
+        for pnid, stats in self._sender.queues().items():
+            sends.add_metric([pnid, "in_flight"], float(stats.in_flight))
+            sends.add_metric([pnid, "waiting"], float(stats.waiting))
+            refused.add_metric([pnid], float(stats.refused))
+        yield sends
+        yield refused
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+def register_metrics(sender: GraphSender, registry: CollectorRegistry) -> None:
+    """Expose ``sender``'s send queues in ``registry`` (read when it is scraped)."""
+    registry.register(_SendQueueCollector(sender))
 
 
 def _describe(exc: BaseException) -> str:
