@@ -61,8 +61,8 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.state.gateway = view
     install_handlers(app)
     app.include_router(ingest.router)
-    # Second: the router is searched in order on every request, and Meta's webhooks are as hot a path
-    # as ingest (last, its matching cost ~10% of a worker's CPU at saturation: docs/benchmarks.md §6).
+    # Second: the routers are matched in order on every request (the POST of Meta's webhooks does not
+    # come through them: api.whatsapp.WebhookFastPath).
     app.include_router(whatsapp.router)
     app.include_router(admin.router)
     app.include_router(dlt.router)
@@ -84,7 +84,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
 
     s = gateway.settings
     limited = BodyLimit(
-        app,
+        whatsapp.WebhookFastPath(app, app),  # Meta's webhooks without FastAPI's layers (api.whatsapp)
         s.max_body_bytes,
         {
             "/v1/inbound/batch": s.max_batch_bytes,

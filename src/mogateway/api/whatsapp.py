@@ -62,10 +62,13 @@ from typing import Any, Final, NoReturn
 
 import orjson
 from fastapi import APIRouter, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
+from mogateway.api.problems import problem as problem_answer
 from mogateway.core.message import Arrival, Message, Rejection, id_for_source
 from mogateway.core.whatsapp import (
     SIGNATURE_HEADER,
@@ -84,7 +87,7 @@ from mogateway.core.whatsapp_member import member_json
 from mogateway.service.intake import MAX_SOURCE_ID
 from mogateway.service.throttle import Throttle
 
-__all__ = ["WEBHOOK_PATH", "arrival_for", "router"]
+__all__ = ["WEBHOOK_PATH", "WebhookFastPath", "arrival_for", "router"]
 
 WEBHOOK_PATH: Final = "/v1/whatsapp/webhook"
 #: A status for a wamid the journal does not know yet (Meta was faster than the reply's record) is
@@ -455,6 +458,41 @@ async def webhook(request: Request) -> Response:
         "statuses": len(hook.statuses),
     }
     return Response(orjson.dumps(answer), media_type="application/json")
+
+
+class WebhookFastPath:
+    """ASGI: ``POST /v1/whatsapp/webhook`` answered by :func:`webhook` directly, everything else by
+    ``app``.
+
+    Meta's webhooks are as hot a path as SMS ingest, one message per request. FastAPI's own layers
+    (its middleware stack, the routers matched in order, dependency solving, the exception middleware)
+    were about a third of a worker's GIL time per webhook at saturation (``py-spy record --gil``;
+    docs/benchmarks.md §6.1) and do nothing this handler needs: it reads its body itself and answers
+    every expected failure as a problem document. So it is called here, inside the gateway's own
+    outer layers (``api.limits.BodyLimit``: the webhook's size limit, 413; ``api.headers``: security
+    headers), with the same answers FastAPI's handlers would give (``api.problems``). The route stays
+    declared for the OpenAPI document and for the other methods (GET is the handshake).
+    """
+
+    def __init__(self, app: ASGIApp, fastapi_app: Any) -> None:
+        self.app = app
+        self._fastapi_app = fastapi_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != WEBHOOK_PATH or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        scope["app"] = self._fastapi_app  # what Request.app reads (the gateway is in its state)
+        try:
+            response = await webhook(Request(scope, receive))
+        except ApiProblem as exc:
+            response = problem_answer(exc.status, exc.detail, kind=exc.kind, **exc.extra)
+        except ClientDisconnect:
+            response = problem_answer(400, "the client went away before the request body was complete")
+        except Exception:
+            logging.getLogger("mogateway.api").exception("unexpected error")
+            response = problem_answer(500, "internal error; see the gateway log")
+        await response(scope, receive, send)
 
 
 def _receipt(s: StatusUpdate) -> tuple[str, str, str]:
