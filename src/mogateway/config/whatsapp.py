@@ -14,7 +14,7 @@ graph_max_connections = 64    # Graph connections (sends in flight) per number
 graph_max_queued = 2048       # sends waiting for a connection per number; more are refused (unsent, retried)
 graph_queue_timeout_s = 10.0  # longest wait for a connection (unsent, retried, after it)
 graph_timeout_s = 10.0        # the network's deadline per send, once it has a connection slot
-max_pending_webhook_messages = 1000  # a worker holding more unanswered messages answers webhooks 503
+max_pending_webhook_messages = 5000  # a worker holding more unanswered messages answers webhooks 503
 
 [[whatsapp.numbers]]
 phone_number_id = "106540352242922"
@@ -113,7 +113,7 @@ class WhatsAppSettings(BaseModel):
     #: Admission control (``service.admission``): while a worker holds more messages than this that it
     #: accepted and has not answered yet (their callback or reply still to come), new webhooks are
     #: answered 503 and Meta delivers them again later. 0 turns it off.
-    max_pending_webhook_messages: int = Field(1000, ge=0, le=1_000_000)
+    max_pending_webhook_messages: int = Field(5000, ge=0, le=1_000_000)
     numbers: list[WhatsAppNumber] = Field(default_factory=list)
 
     @field_validator("app_secret", "verify_token")

@@ -12,6 +12,9 @@ Rules stated before the code (issue 38):
   (``WorkQueue.lag`` and the dispatcher's lanes), callbacks in flight, and replies being sent or
   waiting to be retried. With several workers each decides for itself; the messages spread evenly over
   them (their owners are a hash of the message id), so each worker's backlog is its share of the whole.
+* The bound should be seconds of a worker's work, not less: a refused source delivers again only after
+  its own backoff, and a backlog that drains before the retries come back leaves the worker idle
+  (``docs/benchmarks.md`` §6.1 measured a bound of 1,000 doing less at 5× offered than none).
 * ``bound`` 0 admits everything (the behaviour before). Refusals are counted in
   ``mogateway_admission_refused_total{source}``, the held count is ``mogateway_admission_held``.
 """
