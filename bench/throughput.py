@@ -17,6 +17,8 @@ It also prints intake → callback start (p50/p99), from the journal's own times
 gateway's default, one worker per core); CPU and peak RSS are those of the supervisor and all its
 workers together. ``--rate R`` paces the load instead: single ``POST /v1/inbound`` requests at R per
 second (a steady load, not a burst), so the latencies are those a subscriber sees at that load.
+``--reply-http`` sends every reply over the ``http`` reply channel to a local MT endpoint (the fast
+application) instead of the ``log`` channel, as a deployment with an MT gateway does.
 ``--python PATH`` runs the gateway on another interpreter (with mogateway installed), the load generator
 and the application staying on this one.
 
@@ -111,11 +113,11 @@ async def push(base: str, count: int, batch: int) -> None:
         await asyncio.gather(*(send(i) for i in range(0, count, batch)))
 
 
-async def push_paced(base: str, count: int, rate: float) -> None:
+async def push_paced(base: str, count: int, rate: float, connections: int = 256) -> None:
     """One ``POST /v1/inbound`` every ``1 / rate`` seconds (each sent on time, whatever the answers of
-    the earlier ones), over a pool of keep-alive connections."""
+    the earlier ones), over a pool of ``connections`` keep-alive connections."""
     headers = {"authorization": f"Bearer {INGEST}", "content-type": "application/json"}
-    connector = aiohttp.TCPConnector(limit=256)
+    connector = aiohttp.TCPConnector(limit=connections)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def send(i: int) -> None:
@@ -220,6 +222,9 @@ async def one_run(
     workers: int | None = None,
     rate: float | None = None,
     python: str = sys.executable,
+    reply_http: bool = False,
+    skip_ceiling: bool = False,
+    connections: int = 256,
 ) -> dict[str, float]:
     app_port, gw_port = free_port(), free_port()
     app = start_fast_app(app_port)
@@ -231,6 +236,9 @@ async def one_run(
         "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
         "MOGATEWAY_LOG_LEVEL": "warning",
     }
+    if reply_http:  # each reply POSTed to a local MT endpoint (the fast application), not logged
+        env["MOGATEWAY_REPLY_CHANNEL"] = "http"
+        env["MOGATEWAY_REPLY_HTTP_URL"] = f"http://127.0.0.1:{app_port}/cb?to={{to}}"
     command = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
     if workers is not None:
         command += ["--workers", str(workers)]
@@ -239,7 +247,7 @@ async def one_run(
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"
         cb = f"http://127.0.0.1:{app_port}/cb"
-        ceiling_rate = await ceiling(cb, count, concurrency)
+        ceiling_rate = float("nan") if skip_ceiling else await ceiling(cb, count, concurrency)
         async with (
             aiohttp.ClientSession() as session,
             session.post(
@@ -265,7 +273,7 @@ async def one_run(
         if rate is None:
             await push(base, count, batch)
         else:
-            await push_paced(base, count, rate)
+            await push_paced(base, count, rate, connections)
         deadline = time.monotonic() + 300
         while replied(db) < count:
             if time.monotonic() > deadline or gateway.poll() is not None:
@@ -325,6 +333,11 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, default=None, help="paced single pushes at this many per s")
     parser.add_argument(
+        "--reply-http",
+        action="store_true",
+        help="replies go out over the http reply channel to a local MT endpoint (default: the log channel)",
+    )
+    parser.add_argument(
         "--python", default=sys.executable, help="run mogateway on this interpreter (default: this one)"
     )
     args = parser.parse_args()
@@ -345,6 +358,7 @@ def main() -> None:
                             workers,
                             args.rate,
                             args.python,
+                            args.reply_http,
                         )
                     )
                     results.setdefault((workers, watched), []).append(r)

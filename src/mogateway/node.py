@@ -51,6 +51,7 @@ from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
+from mogateway.edges.whatsapp.graph_sender import register_metrics as register_graph_metrics
 from mogateway.edges.whatsapp.media import GraphMedia
 from mogateway.edges.whatsapp.media_store import MediaStore
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
@@ -58,6 +59,7 @@ from mogateway.edges.workers.metrics import merge_expositions
 from mogateway.edges.workers.siblings import Siblings, worker_name
 from mogateway.edges.workers.socket import WorkerSocket
 from mogateway.modes import Cluster, Mode, WorkerSeat, choose_mode
+from mogateway.service.admission import Admission
 from mogateway.service.dispatcher import Dispatcher
 from mogateway.service.dlt import DltGate
 from mogateway.service.intake import Intake
@@ -194,12 +196,22 @@ class Gateway:
         self.cluster: Cluster | None = None
         self.stats: StatsService | None = None
         self.retention: Retention | None = None  # with message_retention_days, on one process
+        self.admission: Admission | None = None  # webhooks refused (503) while this worker holds too much
         self._socket: WorkerSocket | None = None
         self._http: Http1Client | None = None
         self._reply_session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
     # ------------------------------------------------------------------ lifecycle
+
+    def _held(self) -> int:
+        """Messages this worker holds and has not answered yet (``service.admission``)."""
+        held = self.queue.lag()
+        if self.dispatcher is not None:
+            held += self.dispatcher.waiting() + sum(self.dispatcher.inflight().values())
+        if self.replier is not None:
+            held += self.replier.in_progress()
+        return held
 
     async def start(self) -> None:
         s = self.settings
@@ -212,6 +224,7 @@ class Gateway:
         self.replies = ReplyRouter(self._default_reply_channel())
         if s.whatsapp is not None:  # replies to MOs of origin whatsapp:<phone_number_id>
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
+            register_graph_metrics(self.whatsapp.sender, self.metrics.registry)
             self.replies.register("whatsapp", self.whatsapp)
             self.whatsapp_media = GraphMedia(s.whatsapp.graph_url, s.whatsapp.api_version)
             if s.whatsapp_media_store is not None:
@@ -242,6 +255,11 @@ class Gateway:
             lane_cap=mode.lane_cap(),
             health=self.journal_health,
             media_url=self._media_url if s.public_url and s.whatsapp and self.media_url_keys else None,
+        )
+        self.admission = Admission(
+            s.whatsapp.max_pending_webhook_messages if s.whatsapp is not None else 0,
+            self._held,
+            self.metrics,
         )
         if self.siblings is not None:
             await self._listen_to_siblings()  # before recovery: see service.recovery

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from mogateway.edges.whatsapp.graph_sender import GraphSender, GraphSendError
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph.fixtures import CLOUD_PHONE_NUMBER_ID, TOKEN
 from mogateway.testing.recorder import Answer, CallbackRecorder
+from mogateway.testing.tls import make_certificates
 
 PID = CLOUD_PHONE_NUMBER_ID
 TO = "919812345678"
@@ -172,11 +174,11 @@ async def test_refused_connection_is_retried_and_not_sent() -> None:
 
 
 async def test_a_send_that_never_got_a_connection_is_not_possibly_sent() -> None:
-    """Every pooled connection busy until the deadline: the waiting send wrote nothing, so it is retried
-    as unsent (not ended "possibly sent", which would lose the reply)."""
+    """Every pooled connection busy until the queue's deadline: the waiting send wrote nothing, so it is
+    retried as unsent (not ended "possibly sent", which would lose the reply)."""
     async with (
         CallbackRecorder(Answer.late(3)) as app,
-        GraphSender(app.base_url, "v21.0", timeout_s=1, max_connections=1) as client,
+        GraphSender(app.base_url, "v21.0", timeout_s=1, queue_timeout_s=0.5, max_connections=1) as client,
     ):
         first, second = await asyncio.gather(
             failure_of(client.send_text(PID, TOKEN, TO, "one")),
@@ -237,3 +239,52 @@ def test_settings_are_checked() -> None:
         GraphSender("ftp://x", "v21.0")
     with pytest.raises(ValueError, match="api_version"):
         GraphSender("https://graph.example", "21")
+
+
+async def test_tls_with_the_ca_file_keeps_connections_alive_and_a_stranger_s_certificate_is_unsent(
+    tmp_path: Any,
+) -> None:
+    """Graph over TLS (the standard ssl module), trusting a private CA through ``ca_file``; sends reuse
+    one kept-alive connection. Without that CA the certificate is refused while connecting: nothing
+    was written, so the send is retried as unsent."""
+    certs = make_certificates(tmp_path)
+    with FakeGraphServer(ssl_context=certs.server_context()) as fake:
+        assert fake.url.startswith("https://")
+        async with GraphSender(fake.url, "v21.0", timeout_s=5, ca_file=str(certs.ca_file)) as client:
+            wamids = [await client.send_text(PID, TOKEN, TO, f"hi {n}") for n in range(3)]
+            assert len(set(wamids)) == 3
+            pool = client._numbers[PID].client._idle  # one connection, kept alive, reused
+            assert sum(len(conns) for conns in pool.values()) == 1
+            bad = await failure_of(client.send_text(PID, "not-a-token", TO, "hi"))
+            assert bad.failure.code == 190  # the token is checked on every request
+        async with GraphSender(fake.url, "v21.0", timeout_s=5) as stranger:
+            refused = await failure_of(stranger.send_text(PID, TOKEN, TO, "hi"))
+        assert (refused.failure.action, refused.failure.maybe_sent) == (SendAction.RETRY_BACKOFF, False)
+        verify = ssl.create_default_context(cafile=str(certs.ca_file))
+        with httpx.Client(base_url=fake.url, timeout=5, verify=verify) as http:
+            bodies = [m["text"] for m in http.get("/__fake/messages").json()["data"]]
+        assert bodies == ["hi 0", "hi 1", "hi 2"]
+
+
+def test_a_ca_file_that_does_not_exist_fails_at_start(tmp_path: Any) -> None:
+    with pytest.raises(OSError):
+        GraphSender("https://graph.example", "v21.0", ca_file=str(tmp_path / "none.pem"))
+
+
+async def test_a_full_send_queue_refuses_at_once_as_unsent() -> None:
+    """A number's sends beyond its connections and its queue are refused at once, unsent (retried),
+    never left to time out as "possibly sent"."""
+    async with (
+        CallbackRecorder(Answer.late(0.5, '{"messages": [{"id": "wamid.OK"}]}')) as app,
+        GraphSender(app.base_url, "v21.0", timeout_s=5, max_connections=1, max_queued=1) as client,
+    ):
+        results = await asyncio.gather(
+            *(client.send_text(PID, TOKEN, TO, f"m{n}") for n in range(4)), return_exceptions=True
+        )
+        assert results.count("wamid.OK") == 2  # one in flight, one waited for its connection
+        assert len(await app.until_calls(2)) == 2
+        refused = [r for r in results if isinstance(r, GraphSendError)]
+        assert len(refused) == 2
+        assert all(r.failure.maybe_sent is False for r in refused)
+        assert all(r.failure.action is SendAction.RETRY_BACKOFF for r in refused)
+        assert client.queues()[PID].refused == 2

@@ -61,12 +61,14 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     app.state.gateway = view
     install_handlers(app)
     app.include_router(ingest.router)
+    # Second: the routers are matched in order on every request (the POST of Meta's webhooks does not
+    # come through them: api.whatsapp.WebhookFastPath).
+    app.include_router(whatsapp.router)
     app.include_router(admin.router)
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
     app.include_router(health.router)  # /readyz
-    app.include_router(whatsapp.router)
     app.include_router(whatsapp_media.router)  # GET /v1/whatsapp/media/{message_id}
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
@@ -83,7 +85,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
 
     s = gateway.settings
     limited = BodyLimit(
-        app,
+        whatsapp.WebhookFastPath(app, app),  # Meta's webhooks without FastAPI's layers (api.whatsapp)
         s.max_body_bytes,
         {
             "/v1/inbound/batch": s.max_batch_bytes,

@@ -37,6 +37,10 @@ Rules stated before the code (the facts are in ``core.whatsapp``; the settings i
   (``whatsapp_seen``, kept by ``service.retention``) likewise (``replayed``): a re-posted signed body
   is never stored and answered twice.
 * If the journal cannot store the batch → 503 and nothing is acknowledged: Meta delivers it again.
+* Admission control (``service.admission``): while this worker holds more than ``[whatsapp]
+  max_pending_webhook_messages`` messages it accepted and has not answered yet, a webhook is answered
+  503 before a byte of it is read, and Meta delivers it again later — refusing early is safe, accepting
+  and then failing to reply in time is not (issue 38).
 * Statuses of replies (``sent``, ``delivered``, ``read``, ``failed``) are recorded on the message whose
   reply part has that wamid (``ReceiptStore.record_deliveries``, like SMPP receipts), in whatever order
   they come, matched by the wamid alone (``recipient_id`` may be missing); a status for a wamid not
@@ -55,14 +59,19 @@ import asyncio
 import dataclasses
 import logging
 import time
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, NoReturn
 
 import orjson
 from fastapi import APIRouter, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
+from mogateway.api.problems import problem as problem_answer
 from mogateway.api.whatsapp_media import prefetch_media
 from mogateway.core.message import Arrival, Message, Rejection, id_for_source
 from mogateway.core.whatsapp import (
@@ -83,7 +92,7 @@ from mogateway.core.whatsapp_member import member_json
 from mogateway.service.intake import MAX_SOURCE_ID
 from mogateway.service.throttle import Throttle
 
-__all__ = ["WEBHOOK_PATH", "arrival_for", "router"]
+__all__ = ["WEBHOOK_PATH", "WebhookFastPath", "arrival_for", "router"]
 
 WEBHOOK_PATH: Final = "/v1/whatsapp/webhook"
 #: A status for a wamid the journal does not know yet (Meta was faster than the reply's record) is
@@ -231,6 +240,22 @@ def _bad_signature(request: Request) -> NoReturn:
     raise ApiProblem(401, f"missing or wrong {SIGNATURE_HEADER}", kind="bad-signature")
 
 
+def _busy(admission: Any) -> NoReturn:
+    _say(
+        "busy",
+        logging.WARNING,
+        "WhatsApp webhooks refused (503, Meta delivers them again): this worker holds %d unanswered "
+        "messages, more than max_pending_webhook_messages=%d",
+        admission.held(),
+        admission.bound,
+    )
+    raise ApiProblem(
+        503,
+        "the gateway is busy answering the messages it holds; deliver this webhook again later",
+        kind="unavailable",
+    )
+
+
 def _capped(gateway: Any, hook: Webhook, most: int) -> Webhook:
     """``hook`` with at most ``most`` messages and statuses (messages first); the rest counted."""
     over = len(hook.messages) + len(hook.statuses) - most
@@ -257,7 +282,7 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
         id_for_source(f"{a.message.origin}:{(a.message.source_id or '')[:MAX_SOURCE_ID]}") for a in arrivals
     ]
     try:
-        seen = await gateway.journal.seen_whatsapp(ids)
+        seen = await _reads(gateway.journal).seen(ids)
     except Exception as exc:
         log.error("could not read the WhatsApp replay window: %s: %s", type(exc).__name__, exc)
         raise ApiProblem(
@@ -277,6 +302,69 @@ async def _not_replayed(gateway: Any, arrivals: list[Arrival]) -> list[Arrival]:
     return kept
 
 
+class _MergedReads:
+    """The journal reads of concurrent webhooks by key (the replay window's ids, the statuses' reply
+    wamids), merged: while one read runs, the keys of the webhooks that arrive meanwhile wait and go
+    in the next read together — one journal read for many webhooks under load — and each webhook gets
+    the part of the answer for its own keys."""
+
+    def __init__(self, read: Callable[[list[str]], Awaitable[Any]]) -> None:
+        self._read = read
+        self._waiting: list[tuple[list[str], asyncio.Future[Any]]] = []
+        self._reading = False
+
+    async def __call__(self, keys: list[str]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting.append((keys, future))
+        if not self._reading:
+            self._reading = True
+            _spawn(self._read_all())
+        return await future
+
+    async def _read_all(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                wanted = list(dict.fromkeys(k for keys, _ in batch for k in keys))
+                try:
+                    found = await self._read(wanted)
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for keys, future in batch:
+                    if not future.done():
+                        future.set_result(_part(found, keys))
+        finally:
+            self._reading = False
+
+
+def _part(found: Any, keys: list[str]) -> Any:
+    """What of a merged read's answer (a set of keys, or a mapping by key) concerns ``keys``."""
+    if isinstance(found, dict):
+        return {k: found[k] for k in keys if k in found}
+    return set(found).intersection(keys)
+
+
+class _JournalReads:
+    __slots__ = ("origins", "seen")
+
+    def __init__(self, journal: Any) -> None:
+        self.seen = _MergedReads(journal.seen_whatsapp)
+        self.origins = _MergedReads(journal.reply_origins)
+
+
+_merged: weakref.WeakKeyDictionary[Any, _JournalReads] = weakref.WeakKeyDictionary()
+
+
+def _reads(journal: Any) -> _JournalReads:
+    reads = _merged.get(journal)
+    if reads is None:
+        reads = _merged[journal] = _JournalReads(journal)
+    return reads
+
+
 def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
     for u in unread:
         _left_out(gateway, u.kind, "%s", u.reason)
@@ -286,11 +374,15 @@ def _unread(gateway: Any, unread: tuple[Unread, ...]) -> None:
     WEBHOOK_PATH,
     summary="WhatsApp webhook notifications (Meta calls it, signed with X-Hub-Signature-256)",
     description="401 for a missing or wrong signature (nothing is stored); 404 when the gateway serves "
-    "no WhatsApp number; 503 when the journal could not store the messages (Meta delivers them again).",
+    "no WhatsApp number; 503 when the journal could not store the messages or the gateway is too busy "
+    "to take more (Meta delivers them again).",
     **documented(400, 401, 404, 413, 503, auth=None, ok_content=_ANSWER, body=_WEBHOOK_BODY),
 )
 async def webhook(request: Request) -> Response:
     gateway, wa = _settings(request)
+    admission = getattr(gateway, "admission", None)
+    if admission is not None and not admission.admits("whatsapp"):
+        _busy(admission)  # before a byte is read: refusing must cost next to nothing
     secret = wa.app_secret.get_secret_value()
     given = signature_given(request.headers.get(SIGNATURE_HEADER))
     if given is None or not secret:
@@ -377,6 +469,41 @@ async def webhook(request: Request) -> Response:
     return Response(orjson.dumps(answer), media_type="application/json")
 
 
+class WebhookFastPath:
+    """ASGI: ``POST /v1/whatsapp/webhook`` answered by :func:`webhook` directly, everything else by
+    ``app``.
+
+    Meta's webhooks are as hot a path as SMS ingest, one message per request. FastAPI's own layers
+    (its middleware stack, the routers matched in order, dependency solving, the exception middleware)
+    were about a third of a worker's GIL time per webhook at saturation (``py-spy record --gil``;
+    docs/benchmarks.md §6.1) and do nothing this handler needs: it reads its body itself and answers
+    every expected failure as a problem document. So it is called here, inside the gateway's own
+    outer layers (``api.limits.BodyLimit``: the webhook's size limit, 413; ``api.headers``: security
+    headers), with the same answers FastAPI's handlers would give (``api.problems``). The route stays
+    declared for the OpenAPI document and for the other methods (GET is the handshake).
+    """
+
+    def __init__(self, app: ASGIApp, fastapi_app: Any) -> None:
+        self.app = app
+        self._fastapi_app = fastapi_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != WEBHOOK_PATH or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        scope["app"] = self._fastapi_app  # what Request.app reads (the gateway is in its state)
+        try:
+            response = await webhook(Request(scope, receive))
+        except ApiProblem as exc:
+            response = problem_answer(exc.status, exc.detail, kind=exc.kind, **exc.extra)
+        except ClientDisconnect:
+            response = problem_answer(400, "the client went away before the request body was complete")
+        except Exception:
+            logging.getLogger("mogateway.api").exception("unexpected error")
+            response = problem_answer(500, "internal error; see the gateway log")
+        await response(scope, receive, send)
+
+
 def _receipt(s: StatusUpdate) -> tuple[str, str, str]:
     detail = "; ".join(
         f"code {e.code}: {e.title}" + (f": {e.details}" if e.details else "") for e in s.errors
@@ -401,7 +528,7 @@ async def _of_their_number(gateway: Any, statuses: list[StatusUpdate]) -> list[S
     ``phone_number_id`` they came with (counted as ``other_number``); an unknown wamid is kept."""
     if not statuses:
         return statuses
-    origins = await gateway.journal.reply_origins([s.wamid for s in statuses])
+    origins = await _reads(gateway.journal).origins([s.wamid for s in statuses])
     kept = []
     for s in statuses:
         origin = origins.get(s.wamid)

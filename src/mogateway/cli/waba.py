@@ -384,8 +384,14 @@ def fake_graph(
     fixtures: Annotated[
         Path | None, typer.Option("--fixtures", help="JSON fixtures (default: built-in rehearsal world).")
     ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this PEM certificate.")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="The certificate's PEM key.")] = None,
 ) -> None:
     """Run a fake Graph API on 127.0.0.1 to rehearse a migration before touching a real number."""
+    import ssl
+
     from mogateway.testing.fake_graph import default_fixtures, load_fixtures, serve_forever
     from mogateway.testing.fake_graph.fixtures import DEST_WABA, TOKEN
 
@@ -395,6 +401,18 @@ def fake_graph(
     except (OSError, ValueError) as exc:
         out.print(f"[red]✗[/red] cannot load fixtures: {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
+
+    context: ssl.SSLContext | None = None
+    if (tls_cert is None) != (tls_key is None):
+        out.print("[red]✗[/red] --tls-cert and --tls-key go together")
+        raise typer.Exit(ExitCode.USAGE)
+    if tls_cert is not None and tls_key is not None:
+        try:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            out.print(f"[red]✗[/red] cannot load the certificate: {escape(str(exc))}")
+            raise typer.Exit(ExitCode.USAGE) from None
 
     def ready(url: str) -> None:
         out.print(f"Fake Graph API on [bold]{url}[/bold] (Ctrl-C to stop)")
@@ -411,7 +429,7 @@ def fake_graph(
         out.print(f"  codes: curl {url}/__fake/outbox   state: curl {url}/__fake/state")
 
     try:
-        serve_forever(world, "127.0.0.1", port, ready)
+        serve_forever(world, "127.0.0.1", port, ready, context)
     except OSError as exc:
         out.print(f"[red]✗[/red] cannot listen on 127.0.0.1:{port}: {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None

@@ -9,6 +9,12 @@ api_version = "v21.0"
 max_webhook_bytes = 1048576   # a webhook body larger than this is refused (413)
 max_webhook_items = 500       # messages and statuses taken from one body; the rest left out, counted
 max_message_age_s = 691200    # a message sent longer ago than this (8 days) is acknowledged, not stored
+graph_ca_file = ""            # PEM CA file to trust for graph_url instead of the system's (a private proxy)
+graph_max_connections = 64    # Graph connections (sends in flight) per number
+graph_max_queued = 2048       # sends waiting for a connection per number; more are refused (unsent, retried)
+graph_queue_timeout_s = 10.0  # longest wait for a connection (unsent, retried, after it)
+graph_timeout_s = 10.0        # the network's deadline per send, once it has a connection slot
+max_pending_webhook_messages = 5000  # a worker holding more unanswered messages answers webhooks 503
 
 [[whatsapp.numbers]]
 phone_number_id = "106540352242922"
@@ -97,6 +103,17 @@ class WhatsAppSettings(BaseModel):
     max_webhook_items: int = Field(500, ge=1, le=10_000)
     #: Longer than Meta's retries (up to 7 days): older is a replay, answered 200 and not stored.
     max_message_age_s: int = Field(8 * 86400, ge=86400)
+    #: A PEM file of the CAs to trust for ``graph_url`` instead of the system's: a private Graph proxy
+    #: (or the bench's fake) with its own certificate authority. Empty: the system's CAs.
+    graph_ca_file: str = ""
+    graph_max_connections: int = Field(64, ge=1, le=1024)
+    graph_max_queued: int = Field(2048, ge=0, le=100_000)
+    graph_queue_timeout_s: float = Field(10.0, gt=0, le=300)
+    graph_timeout_s: float = Field(10.0, gt=0, le=300)
+    #: Admission control (``service.admission``): while a worker holds more messages than this that it
+    #: accepted and has not answered yet (their callback or reply still to come), new webhooks are
+    #: answered 503 and Meta delivers them again later. 0 turns it off.
+    max_pending_webhook_messages: int = Field(5000, ge=0, le=1_000_000)
     numbers: list[WhatsAppNumber] = Field(default_factory=list)
 
     @field_validator("app_secret", "verify_token")
@@ -111,6 +128,13 @@ class WhatsAppSettings(BaseModel):
         if not value.startswith(("https://", "http://")):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("graph_ca_file")
+    @classmethod
+    def _ca_file(cls, value: str) -> str:
+        if value and not os.path.isfile(value):
+            raise ValueError(f"no such file: {value}")
+        return value
 
     @field_validator("api_version")
     @classmethod

@@ -27,6 +27,19 @@ exactly what the callback contract needs and nothing else:
 
 Deadlines are the caller's (``service.deadline`` around :meth:`Http1Client.post`); a cancelled request
 closes its connection, so a late answer can never be taken for the next request's.
+
+Two policies are the callback path's and are options for other users (the Graph API sender,
+``edges.whatsapp.graph_sender``):
+
+* ``allow_private``: the address guard refuses loopback and private addresses unless it is set (a Graph
+  URL pointing at a fake or a private proxy on loopback sets it explicitly).
+* ``retry_stale``: a request on a reused connection that the server closed before any answer byte is
+  sent again once on a new connection (right for callbacks, which are idempotent by message id). A
+  sender that must never send twice (a WhatsApp reply reaches a person) turns it off and reads
+  :class:`RequestProgress` instead: whether the request's bytes began to go out.
+
+TLS is the standard ``ssl`` module's: ``ssl_context`` (default: the system's CAs, made on first use), or
+:func:`tls_context` for a CA file of a private proxy.
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFaile
 from mogateway.edges.urlguard import Resolver, system_resolver
 from mogateway.service.running_loop import RunningLoop
 
-__all__ = ["Http1Client"]
+__all__ = ["Http1Client", "RequestProgress", "tls_context"]
 
 _DNS_TTL_S = 30.0
 _IDLE_KEEP_S = 15.0
@@ -93,6 +106,22 @@ def _target(url: str) -> _Target:
         if not _VISIBLE_ASCII.fullmatch(value):
             raise UrlRefused(f"the {what} {value!r} has characters an HTTP/1.1 request line cannot carry")
     return _Target(tls, host, port, host_bytes, target)
+
+
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """A verifying client context: the system's CAs, or only those in ``ca_file`` (PEM) when given."""
+    return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+
+
+class RequestProgress:
+    """Whether a request's bytes were handed to the connection (``written``). Before that, whatever
+    happens (no connection, a deadline while connecting or waiting for the event loop), the server
+    cannot have seen the request."""
+
+    __slots__ = ("written",)
+
+    def __init__(self) -> None:
+        self.written = False
 
 
 class _Connection(asyncio.Protocol):
@@ -228,10 +257,17 @@ class _Connection(asyncio.Protocol):
             waiter.set_exception(exc)
         self.close()
 
-    def send(self, request: bytes, loop: asyncio.AbstractEventLoop) -> asyncio.Future[RawAnswer]:
+    def send(
+        self, request: bytes, loop: asyncio.AbstractEventLoop, progress: RequestProgress | None = None
+    ) -> asyncio.Future[RawAnswer]:
         assert self.transport is not None
         self._reset()
         self._waiter = loop.create_future()
+        if self.closed:  # closed by the server before we wrote: nothing went out
+            self._waiter.set_exception(ConnectFailed("the connection was closed before the request"))
+            return self._waiter
+        if progress is not None:
+            progress.written = True
         self.transport.write(request)
         self._ack_quickly()
         return self._waiter
@@ -257,8 +293,10 @@ class Http1Client:
         ssl_context: ssl.SSLContext | None = None,
         resolve: Resolver = system_resolver,
         quick_ack: bool = True,
+        retry_stale: bool = True,
     ) -> None:
         self._allow_private = allow_private
+        self._retry_stale = retry_stale
         self._quick_ack = quick_ack
         self._resolve = resolve
         self._max_body = max_body
@@ -268,9 +306,12 @@ class Http1Client:
         self._closed = False
         self._loop = RunningLoop()
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> RawAnswer:
+    async def post(
+        self, url: str, body: bytes, headers: dict[str, str], progress: RequestProgress | None = None
+    ) -> RawAnswer:
         """POST ``body`` and return the answer. Raises UrlRefused, ConnectFailed, AnswerMalformed,
-        AnswerIncomplete; cancellation (the caller's deadline) closes the connection."""
+        AnswerIncomplete; cancellation (the caller's deadline) closes the connection. ``progress``
+        records whether the request began to go out."""
         target = _target(url)
         request = self._request_bytes(target, body, headers)
         loop = self._loop()
@@ -279,13 +320,13 @@ class Http1Client:
             conn = await self._connect(target)
         try:
             try:
-                answer = await conn.send(request, loop)
+                answer = await conn.send(request, loop, progress)
             except ConnectFailed:
-                if not reused:
+                if not reused or not self._retry_stale:
                     raise
                 # The server closed an idle connection as we used it: the request was not received.
                 conn = await self._connect(target)
-                answer = await conn.send(request, loop)
+                answer = await conn.send(request, loop, progress)
         except BaseException:
             conn.close()
             raise

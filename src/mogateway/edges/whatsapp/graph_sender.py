@@ -1,31 +1,48 @@
 """Sending WhatsApp replies through the Graph API: ``POST {graph_url}/{version}/{phone_number_id}/messages``.
 
-An asyncio client over httpx (already a dependency; the callback client ``edges/http1.py`` refuses
-loopback and private addresses by design, which a Graph URL pointing at a fake must reach). The rules of
-what to send and what an error means are pure and live in ``core/whatsapp_send.py``; this module only
-carries them over HTTP:
+Over the project's own HTTP/1.1 client (``edges/http1.py``: one request buffer, answers parsed by
+httptools), with TLS from the standard ``ssl`` module, and **one pool of keep-alive connections per
+business number**. httpx cost about 60 % of a worker's CPU at saturation here (its pool's bookkeeping
+grows with the number of waiting requests; docs/benchmarks.md §6). The callback client's address guard
+refuses loopback and private addresses; for Graph that is an explicit choice (``allow_private``, set when
+the Graph URL is a fake or a private proxy on loopback), not a work-around. The rules of what to send and
+what an error means are pure and live in ``core/whatsapp_send.py``; this module only carries them:
 
 * ``Authorization: Bearer <access token>`` per call (a token per number); the token is never logged and
   never appears in an error's text.
-* Every call has one overall deadline (``timeout_s``, covering connect, send and the whole answer, so a
-  server that trickles its answer cannot hold a call longer), and at most ``max_answer_bytes`` of an
-  answer are read. Redirects are not followed.
+* TLS verifies against the system's CAs, or only those of ``ca_file`` (``[whatsapp] graph_ca_file``: a
+  private Graph proxy, the bench's fake).
+* **Two budgets, never one**: a send first waits for one of its number's ``max_connections`` slots (at
+  most ``max_queued`` sends wait per number; more are refused at once; the wait is bounded by
+  ``queue_timeout_s``), then has ``timeout_s`` for the network (connect, write, the whole answer). A
+  send refused or timed out while waiting, or while connecting, wrote nothing: it is a retryable
+  failure with ``maybe_sent=False`` (retried, never "possibly sent"). Only a request whose bytes were
+  handed to the connection (:class:`~mogateway.edges.http1.RequestProgress`) can end possibly sent, and
+  before saying so the answer gets one more short look, in case the event loop was too busy to read
+  one that had arrived.
+* A reused connection the server closed is never silently used again for the same request
+  (``retry_stale`` off): a reply must not reach a person twice.
+* At most ``max_answer_bytes`` of an answer are read. Redirects are not followed.
 * A success is a 2xx whose body names the new message's wamid. Anything else raises
   :class:`GraphSendError` carrying a :class:`~mogateway.core.whatsapp_send.SendFailure`: Graph's error
   envelope classified by its ``code``; an answer that is not Graph's by its HTTP status (5xx, 408, 429 →
-  retry); no answer at all (refused, reset, timed out) → retry. ``maybe_sent`` tells a lost answer (the
-  request reached Graph and may have been taken) from a refused connection (it did not).
+  retry); no answer at all (refused, reset, timed out) → retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Sequence
+import ssl
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-import httpx
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
 
+from mogateway.core.callback_url import UrlRefused
+from mogateway.core.ports import RawAnswer, TransportError
 from mogateway.core.whatsapp_send import (
     SendAction,
     SendFailure,
@@ -36,13 +53,16 @@ from mogateway.core.whatsapp_send import (
     parse_send_answer,
     text_message,
 )
+from mogateway.edges.http1 import Http1Client, RequestProgress, tls_context
 
-__all__ = ["DEFAULT_GRAPH_URL", "GraphSendError", "GraphSender"]
+__all__ = ["DEFAULT_GRAPH_URL", "GraphSendError", "GraphSender", "SendQueueStats", "register_metrics"]
 
 DEFAULT_GRAPH_URL = "https://graph.facebook.com"
 _VERSION = re.compile(r"^v\d{1,3}\.\d{1,3}$")
 _ID = re.compile(r"^\d{1,32}$")
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+#: After the network deadline, how long an answer that may already be in the socket's buffer is
+#: still looked for (an event loop busy elsewhere reads it late).
+_LAST_LOOK_S = 0.05
 
 
 class GraphSendError(Exception):
@@ -56,8 +76,30 @@ class GraphSendError(Exception):
         self.sent = sent
 
 
+class SendQueueStats:
+    """One number's sends: in flight (holding a connection slot) and waiting for one; refusals."""
+
+    __slots__ = ("in_flight", "refused", "waiting")
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.waiting = 0
+        self.refused = 0
+
+
+class _Number:
+    """A number's pool of connections and its bounded queue of sends waiting for one."""
+
+    __slots__ = ("client", "slots", "stats")
+
+    def __init__(self, client: Http1Client, slots: int) -> None:
+        self.client = client
+        self.slots = asyncio.Semaphore(slots)
+        self.stats = SendQueueStats()
+
+
 class GraphSender:
-    """One client for all numbers (connections are pooled per Graph host). Close it with :meth:`aclose`."""
+    """The Graph API client: a pool of connections per number. Close it with :meth:`aclose`."""
 
     def __init__(
         self,
@@ -65,27 +107,51 @@ class GraphSender:
         api_version: str = "v21.0",
         *,
         timeout_s: float = 10.0,
+        queue_timeout_s: float = 10.0,
         max_answer_bytes: int = 64 * 1024,
-        max_connections: int = 100,
-        transport: httpx.AsyncBaseTransport | None = None,
+        max_connections: int = 64,
+        max_queued: int = 2048,
+        ca_file: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        allow_private: bool = True,
     ) -> None:
         if not graph_url.startswith(("https://", "http://")):
             raise ValueError("graph_url must be an http(s) URL")
         if not _VERSION.match(api_version):
             raise ValueError("api_version must look like v21.0")
-        if timeout_s <= 0 or max_answer_bytes <= 0:
-            raise ValueError("timeout_s and max_answer_bytes must be positive")
+        if timeout_s <= 0 or queue_timeout_s <= 0 or max_answer_bytes <= 0:
+            raise ValueError("timeout_s, queue_timeout_s and max_answer_bytes must be positive")
+        if max_connections < 1 or max_queued < 0:
+            raise ValueError("max_connections must be at least 1 and max_queued not negative")
         self.graph_url = graph_url.rstrip("/")
         self.api_version = api_version
         self.timeout_s = timeout_s
+        self.queue_timeout_s = queue_timeout_s
         self.max_answer_bytes = max_answer_bytes
-        self._http = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(max_connections=max_connections),
-            follow_redirects=False,
-            transport=transport,
-            headers={"User-Agent": "mogateway", "Content-Type": "application/json"},
-        )
+        self.max_connections = max_connections
+        self.max_queued = max_queued
+        self._allow_private = allow_private
+        self._ssl = ssl_context
+        if self._ssl is None and self.graph_url.startswith("https://"):
+            self._ssl = tls_context(ca_file)  # a missing or unreadable CA file fails here, at start
+        self._numbers: dict[str, _Number] = {}
+        self._headers = {"user-agent": "mogateway", "content-type": "application/json"}
+
+    def queues(self) -> dict[str, SendQueueStats]:
+        """Each number's sends in flight and waiting (metrics, admission control)."""
+        return {pnid: n.stats for pnid, n in self._numbers.items()}
+
+    def _number(self, phone_number_id: str) -> _Number:
+        number = self._numbers.get(phone_number_id)
+        if number is None:
+            client = Http1Client(
+                allow_private=self._allow_private,
+                max_body=self.max_answer_bytes,
+                ssl_context=self._ssl,
+                retry_stale=False,
+            )
+            number = self._numbers[phone_number_id] = _Number(client, self.max_connections)
+        return number
 
     def messages_url(self, phone_number_id: str) -> str:
         """``{graph_url}/{api_version}/{phone_number_id}/messages``."""
@@ -182,23 +248,16 @@ class GraphSender:
             raise GraphSendError(
                 SendFailure(SendAction.FAIL_AND_ALERT_TOKEN, None, "no access token", "none is configured")
             )
-        headers = {"Authorization": f"Bearer {access_token}"}
-        writing = _Writing()
+        number = self._number(phone_number_id)
+        await self._wait_for_slot(number)
         try:
-            async with asyncio.timeout(self.timeout_s):
-                status, body, whole = await self._exchange(
-                    self.messages_url(phone_number_id), content, headers, writing
-                )
-        except _NOT_SENT as exc:
-            raise GraphSendError(network_failure(_describe(exc), maybe_sent=False)) from None
-        except (httpx.TransportError, TimeoutError) as exc:
-            # The deadline can pass while the request still waits for a pooled connection (a busy Graph
-            # API, every connection in use): then nothing was written, and the send is retried as
-            # unsent instead of ending "possibly sent".
-            maybe_sent = writing.started
-            raise GraphSendError(network_failure(_describe(exc), maybe_sent=maybe_sent)) from None
+            answer = await self._exchange(number, phone_number_id, access_token, content)
+        finally:
+            number.stats.in_flight -= 1
+            number.slots.release()
+        status = answer.status
         if 200 <= status < 300:
-            if not whole:
+            if answer.oversized:
                 raise GraphSendError(
                     SendFailure(
                         SendAction.FAIL_NOW,
@@ -209,29 +268,74 @@ class GraphSender:
                         maybe_sent=True,
                     )
                 )
-            return body
-        raise GraphSendError(classify_answer(status, body))
+            return answer.body
+        raise GraphSendError(classify_answer(status, answer.body))
+
+    async def _wait_for_slot(self, number: _Number) -> None:
+        """Take one of the number's connection slots, or raise an unsent, retryable failure: too many
+        sends wait already, or none came free within ``queue_timeout_s``."""
+        stats = number.stats
+        if number.slots.locked():
+            if stats.waiting >= self.max_queued:
+                stats.refused += 1
+                raise GraphSendError(
+                    network_failure(
+                        f"{stats.waiting} sends of this number wait already (max_queued): not sent",
+                        maybe_sent=False,
+                    )
+                )
+            stats.waiting += 1
+            try:
+                async with asyncio.timeout(self.queue_timeout_s):
+                    await number.slots.acquire()
+            except TimeoutError:
+                stats.refused += 1
+                raise GraphSendError(
+                    network_failure("no connection came free within the queue's deadline", maybe_sent=False)
+                ) from None
+            finally:
+                stats.waiting -= 1
+        else:
+            await number.slots.acquire()
+        stats.in_flight += 1
 
     async def _exchange(
-        self, url: str, content: bytes, headers: dict[str, str], writing: _Writing
-    ) -> tuple[int, bytes, bool]:
-        """(status, at most max_answer_bytes of the body, whether that is the whole body)."""
-        extensions = {"trace": writing.trace}
-        async with self._http.stream(
-            "POST", url, content=content, headers=headers, extensions=extensions
-        ) as answer:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in answer.aiter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > self.max_answer_bytes:
-                    return answer.status_code, b"".join(chunks)[: self.max_answer_bytes], False
-            return answer.status_code, b"".join(chunks), True
+        self, number: _Number, phone_number_id: str, access_token: str, content: bytes
+    ) -> RawAnswer:
+        headers = dict(self._headers)
+        headers["authorization"] = f"Bearer {access_token}"
+        progress = RequestProgress()
+        task = asyncio.ensure_future(
+            number.client.post(self.messages_url(phone_number_id), content, headers, progress)
+        )
+        try:
+            done, _ = await asyncio.wait((task,), timeout=self.timeout_s)
+            if not done:
+                # One more look: an answer that arrived while the event loop was busy elsewhere.
+                done, _ = await asyncio.wait((task,), timeout=_LAST_LOOK_S)
+        except BaseException:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            # Still connecting (or never handed to the connection): nothing went out.
+            raise GraphSendError(
+                network_failure("no answer within the deadline", maybe_sent=progress.written)
+            )
+        try:
+            return task.result()
+        except UrlRefused as exc:
+            raise GraphSendError(network_failure(f"UrlRefused: {exc}", maybe_sent=False)) from None
+        except (TransportError, OSError, ssl.SSLError) as exc:
+            raise GraphSendError(network_failure(_describe(exc), maybe_sent=progress.written)) from None
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        await self._http.aclose()
+        for number in self._numbers.values():
+            await number.client.close()
+        self._numbers.clear()
 
     async def __aenter__(self) -> GraphSender:
         return self
@@ -240,22 +344,41 @@ class GraphSender:
         await self.aclose()
 
 
-class _Writing:
-    """Whether a request's bytes began to go out (httpcore's trace events): before that, a failure or a
-    deadline means the Graph API cannot have seen it."""
+class _SendQueueCollector(Collector):
+    """Each number's Graph sends in flight, waiting for a connection, and refused (read at scrape)."""
 
-    __slots__ = ("started",)
+    def __init__(self, sender: GraphSender) -> None:
+        self._sender = sender
 
-    def __init__(self) -> None:
-        self.started = False
+    def collect(self) -> Iterator[Metric]:
+        sends = GaugeMetricFamily(
+            "mogateway_whatsapp_graph_sends",
+            "Graph API sends of a number: in flight (holding one of its graph_max_connections) or "
+            "waiting for one (at most graph_max_queued)",
+            labels=["phone_number_id", "state"],
+        )
+        refused = CounterMetricFamily(
+            "mogateway_whatsapp_graph_sends_refused",
+            "Graph API sends refused unsent (queue full or no connection within graph_queue_timeout_s); "
+            "their replies are retried",
+            labels=["phone_number_id"],
+        )
+        for pnid, stats in self._sender.queues().items():
+            sends.add_metric([pnid, "in_flight"], float(stats.in_flight))
+            sends.add_metric([pnid, "waiting"], float(stats.waiting))
+            refused.add_metric([pnid], float(stats.refused))
+        yield sends
+        yield refused
 
-    async def trace(self, event: str, _info: object) -> None:
-        if event.endswith("send_request_headers.started"):
-            self.started = True
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+def register_metrics(sender: GraphSender, registry: CollectorRegistry) -> None:
+    """Expose ``sender``'s send queues in ``registry`` (read when it is scraped)."""
+    registry.register(_SendQueueCollector(sender))
 
 
 def _describe(exc: BaseException) -> str:
     """What went wrong, without the request (whose headers hold the token)."""
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return "no answer within the deadline"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -58,9 +58,20 @@ class WhatsAppReplyChannel:
     name = "whatsapp"
     needs_intent = True
 
-    def __init__(self, settings: WhatsAppSettings, *, timeout_s: float = 10.0) -> None:
+    def __init__(self, settings: WhatsAppSettings, *, timeout_s: float | None = None) -> None:
         self.settings = settings
-        self.sender = GraphSender(settings.graph_url, settings.api_version, timeout_s=timeout_s)
+        # The Graph URL is the operator's setting, not a client's callback URL: the callback path's
+        # refusal of loopback and private addresses does not apply (a fake, a private proxy).
+        self.sender = GraphSender(
+            settings.graph_url,
+            settings.api_version,
+            timeout_s=settings.graph_timeout_s if timeout_s is None else timeout_s,
+            queue_timeout_s=settings.graph_queue_timeout_s,
+            max_connections=settings.graph_max_connections,
+            max_queued=settings.graph_max_queued,
+            ca_file=settings.graph_ca_file or None,
+            allow_private=True,
+        )
         self._progress: dict[str, tuple[float, list[str]]] = {}  # message id -> (since, wamids sent)
         self._alerted: set[tuple[str, int | None]] = set()
 

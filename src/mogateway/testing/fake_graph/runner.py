@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,15 +17,21 @@ from mogateway.testing.fake_graph.server import create_app
 class FakeGraphServer:
     """The fake on ``127.0.0.1`` in its own thread and event loop; use as a context manager.
 
-    ``url`` is the base to pass as ``--graph-url``.
+    ``url`` is the base to pass as ``--graph-url`` (``https://`` with an ``ssl_context``: TLS, as the
+    real Graph API).
     """
 
     def __init__(
-        self, fixtures: dict[str, Any] | None = None, host: str = "127.0.0.1", port: int = 0
+        self,
+        fixtures: dict[str, Any] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.fixtures = fixtures if fixtures is not None else default_fixtures()
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -33,8 +40,9 @@ class FakeGraphServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{self.host}:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https://`` with TLS)."""
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def start(self) -> FakeGraphServer:
         """Start serving; returns once the socket listens."""
@@ -62,7 +70,7 @@ class FakeGraphServer:
     async def _start_site(self) -> None:
         self._runner = web.AppRunner(create_app(self.fixtures), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()
         if self.port == 0:
             # aiohttp does not expose the bound port; the site's server knows it.
@@ -82,15 +90,22 @@ class FakeGraphServer:
         self.stop()
 
 
-def serve_forever(fixtures: dict[str, Any], host: str, port: int, on_ready: Callable[[str], None]) -> None:
-    """Serve in the foreground until Ctrl-C (``mogateway waba fake-graph``)."""
+def serve_forever(
+    fixtures: dict[str, Any],
+    host: str,
+    port: int,
+    on_ready: Callable[[str], None],
+    ssl_context: ssl.SSLContext | None = None,
+) -> None:
+    """Serve in the foreground until Ctrl-C (``mogateway waba fake-graph``); TLS with ``ssl_context``."""
 
     async def main() -> None:
         runner = web.AppRunner(create_app(fixtures), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         await site.start()
-        on_ready(f"http://{host}:{port}")
+        scheme = "https" if ssl_context is not None else "http"
+        on_ready(f"{scheme}://{host}:{port}")
         try:
             await asyncio.Event().wait()
         finally:
