@@ -43,9 +43,15 @@ SERVER_PACKAGES = (
 )
 
 
+#: Prints the modules imported (a ``None`` entry only blocks an import: mogateway/__init__.py).
+_PRINT_MODULES = (
+    "print(json.dumps(sorted(k for k, v in sys.modules.items() if v is not None)), file=sys.__stderr__)\n"
+)
+
+
 def _loaded_by(code: str) -> list[str]:
     """The server's modules in ``sys.modules`` once ``code`` has run in a fresh interpreter."""
-    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)), file=sys.__stderr__)\n"
+    probe = f"import json, sys\n{code}\n{_PRINT_MODULES}"
     env = {**os.environ, "COLUMNS": "100"}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert done.stderr.strip(), done
@@ -108,7 +114,7 @@ def test_a_command_loads_what_it_needs_when_it_runs() -> None:
 
 
 def _modules_loaded_by(code: str) -> list[str]:
-    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)), file=sys.__stderr__)\n"
+    probe = f"import json, sys\n{code}\n{_PRINT_MODULES}"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stderr.strip(), done
     modules: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
@@ -164,3 +170,10 @@ def test_the_root_help_lists_every_command_and_a_wrong_name_is_a_usage_error() -
         assert f"  {name}  " in shown.stdout and summary in shown.stdout
     wrong = run("mesages", "list")
     assert wrong.returncode == 2 and "Did you mean 'messages'" in wrong.stderr
+
+
+def test_the_server_loads_no_terminal_renderer() -> None:
+    """A worker's start imports the whole server; httpx's command-line client (rich, pygments), which
+    ``import httpx`` loads when they are installed, is not part of it (mogateway/__init__.py)."""
+    loaded = _modules_loaded_by("import mogateway.api.app, mogateway.node, httpx")
+    assert [m for m in loaded if m.split(".")[0] in ("rich", "pygments")] == []
