@@ -25,10 +25,13 @@ fi
 # whole run the compiled layers' tests again on their pure-Python source (MOGATEWAY_PURE=1), the
 # fallback. Their output is printed after the suite's; any failure fails the run.
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+lint_pid=""
+pure_pid=""
+# Interrupted (Ctrl-C), the run stops what it started in the background too (by its pid; each has ended
+# already when the run ends by itself).
+trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
 ( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
 lint_pid=$!
-pure_pid=""
 if [ "$#" -eq 0 ]; then
   MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
     tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py >"$logs/pure" 2>&1 &
