@@ -32,16 +32,30 @@ pure_pid=""
 trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
 ( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
 lint_pid=$!
-if [ "$#" -eq 0 ]; then
-  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
-    tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py >"$logs/pure" 2>&1 &
+# MOGATEWAY_TEST_JOBS=2 runs a whole run's tests in two processes (pytest-xdist, a test file's tests in
+# one process): tests/faults and tests/ops took 122 s instead of 191 s (docs/benchmarks.md §0.17). Not
+# the default while a test's parameters are random at collection (xdist's processes must collect the
+# same ids: `pytest --collect-only -q` twice and compare). With it the pure-Python pass runs after.
+jobs=${MOGATEWAY_TEST_JOBS:-1}
+parallel=()
+if [ "$#" -eq 0 ] && [ "$jobs" != "1" ]; then
+  parallel=(-n "$jobs" --dist loadfile)
+fi
+pure_tests=(tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py)
+if [ "$#" -eq 0 ] && [ "$jobs" = "1" ]; then
+  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${pure_tests[@]}" >"$logs/pure" 2>&1 &
   pure_pid=$!
 fi
 echo "== pytest (ruff, mypy${pure_pid:+ and the pure-Python pass} beside it)"
 set +e
-MOGATEWAY_PURE=0 .venv/bin/python -m pytest "$@"
+MOGATEWAY_PURE=0 .venv/bin/python -m pytest "${parallel[@]}" "$@"
 rc=$?
 set -e
+if [ "${#parallel[@]}" -gt 0 ]; then
+  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" "${pure_tests[@]}" \
+    >"$logs/pure" 2>&1 &
+  pure_pid=$!
+fi
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure here" >&2
   rc=1

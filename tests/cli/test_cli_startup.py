@@ -177,3 +177,18 @@ def test_the_server_loads_no_terminal_renderer() -> None:
     ``import httpx`` loads when they are installed, is not part of it (mogateway/__init__.py)."""
     loaded = _modules_loaded_by("import mogateway.api.app, mogateway.node, httpx")
     assert [m for m in loaded if m.split(".")[0] in ("rich", "pygments")] == []
+
+
+def test_the_console_made_at_first_use_reads_the_terminal_width_when_printing() -> None:
+    """The CLI's console is made when first used (cli/common.py), possibly inside a CliRunner that sets
+    COLUMNS for one invocation: later prints must read COLUMNS again, as a console made at import did."""
+    code = (
+        "import os\n"
+        "from mogateway.cli.common import console\n"
+        "os.environ['COLUMNS'] = '50'\n"
+        "first = console.width\n"
+        "os.environ['COLUMNS'] = '120'\n"
+        "print(first, console.width)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["50", "120"]

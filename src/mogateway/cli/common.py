@@ -34,7 +34,14 @@ class _LazyConsole:
         if made is None:
             from rich.console import Console
 
-            made = Console(**object.__getattribute__(self, "_lazy_options"))
+            options = object.__getattribute__(self, "_lazy_options")
+            made = Console(**options)
+            # As a console made at import: the terminal's size (COLUMNS, LINES) read when printing, not
+            # frozen at the first print (a test's CliRunner sets COLUMNS for one invocation).
+            if "width" not in options:
+                made._width = None
+            if "height" not in options:
+                made._height = None
             object.__setattr__(self, "_lazy_console", made)
         return made
 
