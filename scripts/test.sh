@@ -33,9 +33,9 @@ trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; 
 ( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
 lint_pid=$!
 # MOGATEWAY_TEST_JOBS=2 runs a whole run's tests in two processes (pytest-xdist, a test file's tests in
-# one process): tests/faults and tests/ops took 122 s instead of 191 s (docs/benchmarks.md §0.17). Not
-# the default while a test's parameters are random at collection (xdist's processes must collect the
-# same ids: `pytest --collect-only -q` twice and compare). With it the pure-Python pass runs after.
+# one process): tests/faults and tests/ops took 93 s instead of 131 s (docs/benchmarks.md §0.17). Not
+# the default until a whole run has passed with it. xdist's processes must collect the same test ids
+# (`pytest --collect-only -q` twice, and compare). With it the pure-Python pass runs after the suite.
 jobs=${MOGATEWAY_TEST_JOBS:-1}
 parallel=()
 if [ "$#" -eq 0 ] && [ "$jobs" != "1" ]; then
