@@ -20,10 +20,10 @@ if [ -f tests/interop/package.json ] && [ ! -d tests/interop/node_modules ]; the
   (cd tests/interop && npm install --no-audit --no-fund --silent)
 fi
 
-# Beside the suite, in the background (it waits on processes and sockets more than it computes, so a
-# second process on the two cores costs it little; docs/benchmarks.md §0.17): ruff and mypy, and for a
-# whole run the compiled layers' tests again on their pure-Python source (MOGATEWAY_PURE=1), the
-# fallback. Their output is printed after the suite's; any failure fails the run.
+# Beside the suite, in the background (both wait on processes and sockets much of the time, so together
+# they end sooner than one after the other; docs/benchmarks.md §0.17): ruff and mypy, and for a whole
+# run the compiled layers' tests again on their pure-Python source (MOGATEWAY_PURE=1), the fallback.
+# Their output is printed after the suite's; any failure fails the run.
 logs=$(mktemp -d)
 lint_pid=""
 pure_pid=""
