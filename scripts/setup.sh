@@ -65,7 +65,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "setup: installed mogateway${extras} into .venv with $("$uv" --version 2>/dev/null || echo uv)"
   else
     [ -n "$uv" ] && echo "setup: uv could not install; installing with pip instead" >&2
-    echo "setup: installing mogateway${extras} into .venv with pip (uv is not available; this takes a while)"
+    why="uv is not available"
+    [ "${MOGATEWAY_PIP:-0}" != "0" ] && why="MOGATEWAY_PIP is set"
+    echo "setup: installing mogateway${extras} into .venv with pip ($why; this takes a while)"
     .venv/bin/python -m pip install -q -e ".${extras}"
   fi
   touch "$stamp"
