@@ -171,6 +171,11 @@ def _install_mypy() -> None:
     try:
         import mypyc  # noqa: F401
     except ImportError:
+        uv = Path(sys.prefix) / "bin" / "uv"  # what scripts/setup.sh installs with, when it could
+        if uv.exists():
+            done = subprocess.run([str(uv), "pip", "install", "-q", "--python", sys.executable, "mypy>=1.10"])
+            if done.returncode == 0:
+                return
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "mypy>=1.10"],
             check=False,

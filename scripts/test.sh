@@ -4,8 +4,9 @@
 # missing), installs Debian's Chromium for the console's browser tests when it is missing, installs the
 # independent SMSC used by the interop tests, installs systemd-analyze and promtool for the tests of
 # deploy/, builds the pure layers with mypyc (installing gcc and the interpreter's headers when missing),
-# checks lint and types, runs pytest on the compiled build (the default), then, for a whole run, the
-# tests of the compiled layers again on their pure-Python source (MOGATEWAY_PURE=1): the fallback.
+# runs pytest on the compiled build (the default) with lint and types checked beside it, and, for a whole
+# run, beside it too the tests of the compiled layers again on their pure-Python source
+# (MOGATEWAY_PURE=1): the fallback.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/core -q).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,25 +20,60 @@ if [ -f tests/interop/package.json ] && [ ! -d tests/interop/node_modules ]; the
   (cd tests/interop && npm install --no-audit --no-fund --silent)
 fi
 
-echo "== ruff"
-.venv/bin/ruff check src tests bench examples
-echo "== mypy"
-.venv/bin/mypy
-echo "== pytest"
+# Beside the suite, in the background (both wait on processes and sockets much of the time, so together
+# they end sooner than one after the other; docs/benchmarks.md §0.17): ruff and mypy, and for a whole
+# run the compiled layers' tests again on their pure-Python source (MOGATEWAY_PURE=1), the fallback.
+# Their output is printed after the suite's; any failure fails the run.
+logs=$(mktemp -d)
+lint_pid=""
+pure_pid=""
+# Interrupted (Ctrl-C), the run stops what it started in the background too (by its pid; each has ended
+# already when the run ends by itself).
+trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
+( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
+lint_pid=$!
+# MOGATEWAY_TEST_JOBS=2 runs a whole run's tests in two processes (pytest-xdist, a test file's tests in
+# one process): tests/faults and tests/ops took 93 s instead of 131 s (docs/benchmarks.md §0.17). Not
+# the default until a whole run has passed with it. xdist's processes must collect the same test ids
+# (`pytest --collect-only -q` twice, and compare). With it the pure-Python pass runs after the suite.
+jobs=${MOGATEWAY_TEST_JOBS:-1}
+parallel=()
+if [ "$#" -eq 0 ] && [ "$jobs" != "1" ]; then
+  parallel=(-n "$jobs" --dist loadfile)
+fi
+pure_tests=(tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py)
+if [ "$#" -eq 0 ] && [ "$jobs" = "1" ]; then
+  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${pure_tests[@]}" >"$logs/pure" 2>&1 &
+  pure_pid=$!
+fi
+echo "== pytest (ruff, mypy${pure_pid:+ and the pure-Python pass} beside it)"
 set +e
-MOGATEWAY_PURE=0 .venv/bin/python -m pytest "$@"
+MOGATEWAY_PURE=0 .venv/bin/python -m pytest "${parallel[@]}" "$@"
 rc=$?
 set -e
+if [ "${#parallel[@]}" -gt 0 ]; then
+  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" "${pure_tests[@]}" \
+    >"$logs/pure" 2>&1 &
+  pure_pid=$!
+fi
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure here" >&2
-  exit 1
+  rc=1
 fi
-if [ "$rc" -eq 0 ] && [ "$#" -eq 0 ]; then
+echo "== ruff and mypy"
+lint_rc=0
+wait "$lint_pid" || lint_rc=$?
+cat "$logs/lint"
+[ "$lint_rc" -ne 0 ] && [ "$rc" -eq 0 ] && rc=$lint_rc
+if [ -n "$pure_pid" ]; then
   echo "== pytest, pure Python: the compiled layers' tests on their source"
-  set +e
-  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py
-  rc=$?
-  set -e
-  [ "$rc" -eq 5 ] && { echo "pytest collected no tests: that is a failure here" >&2; exit 1; }
+  pure_rc=0
+  wait "$pure_pid" || pure_rc=$?
+  cat "$logs/pure"
+  if [ "$pure_rc" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure here" >&2
+    pure_rc=1
+  fi
+  [ "$pure_rc" -ne 0 ] && [ "$rc" -eq 0 ] && rc=$pure_rc
 fi
 exit "$rc"

@@ -13,3 +13,18 @@ def _no_operator_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("MOGATEWAY_"):
             monkeypatch.delenv(name)
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A secret key generated at collection never shows in a test's id: it would be a different id at
+    each collection, and pytest-xdist's processes must collect the same ids (scripts/test.sh,
+    MOGATEWAY_TEST_JOBS). Every other value keeps pytest's own id."""
+    if isinstance(val, str) and len(val) == 44:
+        from mogateway.config.secret_key import parse_key
+
+        try:
+            parse_key(val)
+        except ValueError:
+            return None
+        return f"{argname}-generated"
+    return None

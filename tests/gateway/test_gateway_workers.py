@@ -10,11 +10,13 @@ import collections
 import concurrent.futures
 import contextlib
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -433,9 +435,21 @@ time.sleep(60)
 """
 
 
-def test_a_sigkilled_supervisors_directory_is_removed_by_the_next_start(tmp_path: Path) -> None:
-    root = tmp_path / "tmp"
-    root.mkdir()
+@pytest.fixture
+def short_tmpdir() -> Iterator[Path]:
+    """A TMPDIR with a short path: the workers' sockets live in it, and an AF_UNIX path is at most 107
+    bytes (a pytest-xdist worker's tmp_path is ten longer)."""
+    root = Path(tempfile.mkdtemp(prefix="mgw-", dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_sigkilled_supervisors_directory_is_removed_by_the_next_start(
+    tmp_path: Path, short_tmpdir: Path
+) -> None:
+    root = short_tmpdir
     env = env_for(tmp_path, TMPDIR=str(root))
 
     def directories() -> list[Path]:

@@ -156,13 +156,13 @@ def register(app: typer.Typer) -> None:
         token: str | None = TOKEN_OPTION,
     ) -> None:
         """The Overview in the terminal: live MO/s and replies/s, outcomes, clients, binds."""
-        import httpx
-
         api = ApiClient(url, token, "admin")
         doc = api.call("GET", "/v1/stats", params={"window": window})  # exits with a clear error if not
         if once:
             console.print(render(doc))
             return
+        import httpx  # the live view keeps one connection; --once answers without the HTTP stack
+
         with httpx.Client(base_url=api.url, headers=api.headers, timeout=5.0) as http:
             note = ""
             try:
