@@ -324,7 +324,7 @@ class Dispatcher:
         item: Message = entry.item
         metrics = self._metrics
         body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms")
-        headers = callback_headers(client.token, item.id, self._user_agent_version)
+        headers = callback_headers(client.callback_token(self._clock()), item.id, self._user_agent_version)
         routed_at = self._clock()
         if client.signing_secret:
             # Signed at each dispatch (a replay or a retry after a restart gets a fresh timestamp), with

@@ -31,6 +31,7 @@ from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage import batches
 from mogateway.edges.storage.client_documents import client_document, client_from_document
 from mogateway.edges.storage.dialect import Dialect, Program
+from mogateway.edges.storage.portal_store import SqlPortalStore
 from mogateway.edges.storage.schema import (
     MESSAGE_COLUMNS,
     MESSAGES_FROM,
@@ -159,6 +160,12 @@ class SqlJournal(abc.ABC):
 
     async def clients_version(self) -> float:
         return await self._reading(_clients_version)
+
+    # ------------------------------------------------------------------ the client portal
+
+    def portal(self) -> SqlPortalStore:
+        """The client portal's rows and client-scoped reads, run by this journal (storage/portal_store.py)."""
+        return SqlPortalStore(self._writing, self._reading, self.sealer)
 
     # ------------------------------------------------------------------ settings
 

@@ -1,0 +1,141 @@
+"""The portal's reading pages: Overview, Messages, one message, Audit. Every read goes through the
+visit's :class:`~mogateway.service.client_scope.ClientScope`."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from mogateway.api.console.messages import event_details, summarize
+from mogateway.api.portal.web import PortalRoute, context, html, not_found, page
+from mogateway.api.render import message_json
+from mogateway.core.message import CHANNELS
+from mogateway.core.numbering import NumberRejected, normalize_msisdn
+from mogateway.core.ports import MessageFilter
+from mogateway.core.timeline import STATES, State
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/portal", include_in_schema=False, route_class=PortalRoute)
+
+_PAGE = 50
+
+
+def midnight(now: float) -> float:
+    """Today's midnight in the gateway's time zone, as unix seconds."""
+    local = datetime.fromtimestamp(now).astimezone()
+    return local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+@router.get("/")
+async def overview(request: Request) -> Response:
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    now = time.time()
+    today = await visit.scope.traffic(midnight(now), now + 1)
+    hour = await visit.scope.traffic(now - 3600, now + 1)
+    return html("overview.html", await context(request, visit, "overview", today=today, hour=hour))
+
+
+def _local(value: str, field: str) -> float | None:
+    if not value.strip():
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).astimezone().timestamp()
+    except ValueError:
+        raise ValueError(f"{field}: not a date and time") from None
+
+
+def _before(value: str) -> tuple[float, str] | None:
+    """The keyset cursor of "Older messages": ``<received_at>~<id>``."""
+    at, sep, message_id = value.partition("~")
+    if not sep:
+        return None
+    try:
+        return float(at), message_id[:128]
+    except ValueError:
+        return None
+
+
+@router.get("/messages")
+async def messages(request: Request) -> Response:
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    keys = ("msisdn", "shortcode", "state", "channel", "from", "to")
+    q = {k: request.query_params.get(k, "")[:100] for k in keys}
+    before = _before(request.query_params.get("before", ""))
+    error = None
+    found: list[dict[str, Any]] = []
+    next_url = None
+    try:
+        msisdn = q["msisdn"].strip() or None
+        if msisdn:
+            try:
+                msisdn = normalize_msisdn(msisdn)
+            except NumberRejected:
+                pass  # rejected messages are stored with the msisdn as it was sent
+        state = State(q["state"]) if q["state"] else None
+        channel = q["channel"] if q["channel"] in CHANNELS else None
+        where = MessageFilter(
+            shortcode="".join(q["shortcode"].split()) or None,
+            msisdn=msisdn,
+            state=state,
+            since=_local(q["from"], "From"),
+            until=_local(q["to"], "To"),
+            before=before,
+            limit=_PAGE,
+            channel=channel,
+        )
+        records = await visit.scope.messages(where)
+        found = [message_json(r) for r in records]
+        if len(records) == _PAGE:
+            last = records[-1]
+            query = {k: v for k, v in q.items() if v}
+            cursor = f"{last.message.received_at!r}~{last.message.id}"
+            next_url = "/portal/messages?" + urlencode({**query, "before": cursor})
+    except ValueError as exc:
+        error = str(exc)
+    ctx = await context(
+        request,
+        visit,
+        "messages",
+        q=q,
+        states=[s.value for s in STATES],
+        channels=CHANNELS,
+        found=found,
+        next_url=next_url,
+        paged=before is not None,
+    )
+    ctx["error"] = error
+    return html("messages.html", ctx, status=422 if error else 200)
+
+
+@router.get("/messages/{message_id}")
+async def message_page(request: Request, message_id: str) -> Response:
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    found = await visit.scope.history(message_id)
+    if found is None:
+        return await not_found(request, visit, f"message {message_id}")
+    message = message_json(*found)
+    ctx = await context(
+        request, visit, "messages", message=message, summary=summarize(message), details=event_details
+    )
+    return html("message.html", ctx)
+
+
+@router.get("/audit")
+async def audit(request: Request) -> Response:
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    entries = await visit.scope.audit()
+    return html("audit.html", await context(request, visit, "audit", entries=entries))
