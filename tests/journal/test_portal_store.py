@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from mogateway.core import totp
+from mogateway.core.message import Message, Sender
 from mogateway.core.portal_accounts import PortalUser, invite_key
 from mogateway.core.ports import Journal, MessageFilter
-from mogateway.core.message import Message, Sender
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.service.portal_accounts import InviteRefused, PortalAccounts
 

@@ -124,7 +124,7 @@ async def message_page(request: Request, message_id: str) -> Response:
         return visit
     found = await visit.scope.history(message_id)
     if found is None:
-        return await not_found(request, visit, f"message {message_id}")
+        return await not_found(request, visit, "such message")
     message = message_json(*found)
     ctx = await context(
         request, visit, "messages", message=message, summary=summarize(message), details=event_details
