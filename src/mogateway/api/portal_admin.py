@@ -12,7 +12,7 @@ from starlette.responses import Response
 from mogateway.api.common import AdminRoute, client_of, gateway_of, json_response
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
-from mogateway.api.render import iso
+from mogateway.api.views.messages import iso
 from mogateway.core.portal_accounts import PortalUser
 from mogateway.service.portal_accounts import InviteRefused, PortalAccounts
 

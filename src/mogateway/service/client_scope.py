@@ -23,7 +23,8 @@ from typing import Any
 from mogateway.core.callback_url import UrlRefused, normalize_callback_url
 from mogateway.core.clients import ClientRecord
 from mogateway.core.portal_accounts import AuditEntry
-from mogateway.core.ports import MessageFilter, MessageRecord, PortalStore
+from mogateway.core.portal_store import PortalStore
+from mogateway.core.ports import MessageFilter, MessageRecord
 from mogateway.core.timeline import Event
 from mogateway.service.portal_accounts import PortalAccounts
 from mogateway.service.registry import NotSigning, Registry, new_signing_secret

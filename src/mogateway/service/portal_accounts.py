@@ -28,7 +28,7 @@ from mogateway.core.portal_accounts import (
     normalize_email,
     password_problem,
 )
-from mogateway.core.ports import PortalStore
+from mogateway.core.portal_store import PortalStore
 
 __all__ = ["InviteRefused", "PortalAccounts", "RECOVERY_CODES"]
 

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from mogateway.api.console.messages import event_details, summarize
 from mogateway.api.portal.web import PortalRoute, context, html, not_found, page
-from mogateway.api.render import message_json
+from mogateway.api.views.messages import message_json
 from mogateway.core.message import CHANNELS
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import MessageFilter

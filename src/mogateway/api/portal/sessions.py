@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from mogateway.api.console.sessions import session_key
 from mogateway.core.portal_accounts import PortalUser
-from mogateway.core.ports import PortalStore
+from mogateway.core.portal_store import PortalStore
 
 __all__ = ["MAX_SESSIONS", "PortalSession", "PortalSessions", "PortalThrottle"]
 

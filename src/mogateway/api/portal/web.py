@@ -32,6 +32,7 @@ from mogateway.api.console.web import read_form, same_origin
 from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
 from mogateway.core.ids import not_an_id
 from mogateway.core.portal_accounts import PortalUser, may
+from mogateway.core.portal_store import PortalStore
 from mogateway.core.timeline import NO_REPLY_STATES, tone
 from mogateway.edges.urlguard import check_callback_url
 from mogateway.gateway_view import GatewayView
@@ -81,7 +82,7 @@ class PortalState:
 
     def __init__(self, gateway: GatewayView) -> None:
         self.gateway = gateway
-        store = gateway.journal.portal()
+        store: PortalStore = gateway.journal.portal()
         self.accounts = PortalAccounts(store)
         self.sessions = PortalSessions(store, gateway.settings.portal_session_minutes * 60)
         self.throttle = PortalThrottle(store)

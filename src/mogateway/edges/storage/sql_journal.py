@@ -26,6 +26,7 @@ import orjson
 
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import Message
+from mogateway.core.portal_store import PortalStore
 from mogateway.core.ports import FinishedMessage, MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage import batches
@@ -163,7 +164,7 @@ class SqlJournal(abc.ABC):
 
     # ------------------------------------------------------------------ the client portal
 
-    def portal(self) -> SqlPortalStore:
+    def portal(self) -> PortalStore:
         """The client portal's rows and client-scoped reads, run by this journal (storage/portal_store.py)."""
         return SqlPortalStore(self._writing, self._reading, self.sealer)
 
