@@ -44,6 +44,13 @@ def test_invite_from_the_cli_the_link_works_once(gw: ServedGateway, app: Callbac
     bad = _cli(gw, "invite", client["id"], "--email", "not-an-address")
     assert bad.returncode != 0 and "e-mail" in (bad.stdout + bad.stderr)
     assert _cli(gw, "invite", "cl_nosuch", "--email", "x@y.example").returncode != 0
+    assert _cli(gw, "rotate-token", client["id"]).returncode == 0
+    gw.admin("PATCH", f"/v1/clients/{client['id']}", json={"timeout_s": 5})
+    audit = gw.admin("GET", f"/v1/clients/{client['id']}/audit").json()["audit"]
+    assert [(e["actor"], e["action"], e["detail"]) for e in audit[:2]] == [
+        ("operator", "changed", "timeout_s"),
+        ("operator", "bearer token rotated", "at once"),
+    ]
     off = _cli(gw, "portal-disable", client["id"])
     assert off.returncode == 0 and "disabled 1" in off.stdout
     assert sign_in(gw.url, "ann@alpha.example").status_code == 401

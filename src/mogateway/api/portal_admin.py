@@ -14,9 +14,10 @@ from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
 from mogateway.api.views.messages import iso
 from mogateway.core.portal_accounts import PortalUser
+from mogateway.gateway_view import GatewayView
 from mogateway.service.portal_accounts import InviteRefused, PortalAccounts
 
-__all__ = ["invite_person", "router", "user_json"]
+__all__ = ["invite_person", "operator_audit", "router", "user_json"]
 
 router = APIRouter(tags=["portal"], route_class=AdminRoute)
 
@@ -49,6 +50,12 @@ async def invite_person(
     except InviteRefused as exc:
         raise ApiProblem(422, str(exc), kind="invalid-field", field="email", reason=str(exc)) from None
     return {**user_json(user), "invite_path": f"/portal/invite/{token}", "invite_hours": hours}
+
+
+async def operator_audit(gateway: GatewayView, client_id: str, action: str, detail: str = "") -> None:
+    """Record a change an operator made to a client through the admin API (or the console, which
+    calls it) in the client's audit, which its portal admins read too."""
+    await PortalAccounts(gateway.journal.portal()).audit(client_id, "operator", action, detail)
 
 
 def _accounts(request: Request) -> PortalAccounts:
