@@ -13,7 +13,7 @@ from mogateway.api.common import AdminRoute, client_of, gateway_of, json_respons
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
 from mogateway.api.views.messages import iso
-from mogateway.core.portal_accounts import PortalUser
+from mogateway.core.portal_accounts import EMAIL_PATTERN, PortalUser
 from mogateway.gateway_view import GatewayView
 from mogateway.service.portal_accounts import InviteRefused, PortalAccounts
 
@@ -24,8 +24,44 @@ router = APIRouter(tags=["portal"], route_class=AdminRoute)
 
 class InviteIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    email: str = Field(min_length=3, max_length=320)
+    email: str = Field(min_length=5, max_length=320, pattern=EMAIL_PATTERN)
     role: str = Field("viewer", pattern="^(viewer|admin)$")
+
+
+class PortalUserOut(BaseModel):
+    id: str
+    client_id: str
+    email: str
+    role: str
+    created_at: str | None
+    password_set: bool
+    two_factor: bool
+    disabled_at: str | None
+
+
+class InviteOut(PortalUserOut):
+    #: ``/portal/invite/<token>``: the gateway's address before it is the link (shown only now).
+    invite_path: str
+    invite_hours: float
+
+
+class PortalUsers(BaseModel):
+    users: list[PortalUserOut]
+
+
+class Disabled(BaseModel):
+    disabled: int
+
+
+class AuditEntryOut(BaseModel):
+    at: str | None
+    actor: str
+    action: str
+    detail: str
+
+
+class AuditOut(BaseModel):
+    audit: list[AuditEntryOut]
 
 
 def user_json(user: PortalUser) -> dict[str, Any]:
@@ -48,6 +84,8 @@ async def invite_person(
     try:
         user, token = await accounts.invite(client_id, email, role, hours, actor)
     except InviteRefused as exc:
+        if exc.conflict:
+            raise ApiProblem(409, str(exc), kind="portal-user-conflict") from None
         raise ApiProblem(422, str(exc), kind="invalid-field", field="email", reason=str(exc)) from None
     return {**user_json(user), "invite_path": f"/portal/invite/{token}", "invite_hours": hours}
 
@@ -65,7 +103,7 @@ def _accounts(request: Request) -> PortalAccounts:
 @router.post(
     "/v1/clients/{client_id}/portal/invites",
     summary="Invite a person to a client's portal (the link is shown once)",
-    **documented(404, 422, status=201),
+    **documented(400, 404, 409, 413, 422, ok=InviteOut, status=201),
 )
 async def invite(request: Request, client_id: str, body: InviteIn) -> Response:
     gateway = gateway_of(request)
@@ -77,7 +115,9 @@ async def invite(request: Request, client_id: str, body: InviteIn) -> Response:
 
 
 @router.get(
-    "/v1/clients/{client_id}/portal/users", summary="The people of a client's portal", **documented(404)
+    "/v1/clients/{client_id}/portal/users",
+    summary="The people of a client's portal",
+    **documented(404, ok=PortalUsers),
 )
 async def users(request: Request, client_id: str) -> Response:
     await client_of(gateway_of(request), client_id)
@@ -88,7 +128,7 @@ async def users(request: Request, client_id: str) -> Response:
 @router.post(
     "/v1/clients/{client_id}/portal/users/{user_id}/disable",
     summary="Disable one person of a client's portal (their sessions end)",
-    **documented(404),
+    **documented(404, ok=Disabled),
 )
 async def disable_user(request: Request, client_id: str, user_id: str) -> Response:
     await client_of(gateway_of(request), client_id)
@@ -100,14 +140,18 @@ async def disable_user(request: Request, client_id: str, user_id: str) -> Respon
 @router.post(
     "/v1/clients/{client_id}/portal/disable",
     summary="Disable every person of a client's portal (their sessions end)",
-    **documented(404),
+    **documented(404, ok=Disabled),
 )
 async def disable_all(request: Request, client_id: str) -> Response:
     await client_of(gateway_of(request), client_id)
     return json_response({"disabled": await _accounts(request).disable(client_id, None, "operator")})
 
 
-@router.get("/v1/clients/{client_id}/audit", summary="Who changed what of a client, when", **documented(404))
+@router.get(
+    "/v1/clients/{client_id}/audit",
+    summary="Who changed what of a client, when",
+    **documented(404, ok=AuditOut),
+)
 async def audit(request: Request, client_id: str) -> Response:
     await client_of(gateway_of(request), client_id)
     entries = await _accounts(request).store.audit(client_id, 500)

@@ -26,6 +26,7 @@ from mogateway.core.immutable import immutable
 
 __all__ = [
     "ACTIONS",
+    "EMAIL_PATTERN",
     "MAX_PASSWORD",
     "MIN_PASSWORD",
     "AuditEntry",
@@ -39,7 +40,9 @@ __all__ = [
 
 MIN_PASSWORD: Final = 12
 MAX_PASSWORD: Final = 256
-_EMAIL: Final = re.compile(r"\A[^@\s]{1,64}@[^@\s]{1,253}\.[^@\s.]{1,63}\Z")
+#: What an e-mail address looks like here, ASCII only (the admin API's schema says the same).
+EMAIL_PATTERN: Final = r"^[A-Za-z0-9._%+'-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,63}$"
+_EMAIL: Final = re.compile(EMAIL_PATTERN.replace("^", "\\A", 1).removesuffix("$") + "\\Z")
 
 
 class Role(enum.StrEnum):

@@ -39,7 +39,12 @@ _DUMMY = _HASHER.hash(secrets.token_urlsafe(16))
 
 
 class InviteRefused(ValueError):
-    """An invite that cannot be made or used (the message says why)."""
+    """An invite that cannot be made or used (the message says why); ``conflict``: the address is a
+    portal user of another client."""
+
+    def __init__(self, message: str, *, conflict: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
 
 
 def _new_id(prefix: str) -> str:
@@ -79,7 +84,7 @@ class PortalAccounts:
             now + hours * 3600,
         )
         if user is None:
-            raise InviteRefused(why)
+            raise InviteRefused(why, conflict=True)
         await self.audit(client_id, actor, "invite", f"{address} as {kind.value}")
         return user, token
 
