@@ -503,8 +503,10 @@ def _client_find(d: Dialect, client_id: str, where: MessageFilter) -> Program[li
     if where.channel is not None:
         clauses.append(_WHATSAPP if where.channel == "whatsapp" else f"NOT {_WHATSAPP}")
     if where.before is not None:
-        clauses.append("(m.received_at, m.id) < (?, ?)")
-        params += where.before
+        # Spelled so that the index range ends at the cursor (a row value does not narrow it on
+        # SQLite): a page deep in the past costs what the first one does.
+        clauses.append("m.received_at <= ? AND (m.received_at < ? OR m.id < ?)")
+        params += [where.before[0], *where.before]
     sql = f"{_SELECT_MESSAGES} WHERE {' AND '.join(clauses)} ORDER BY m.received_at DESC, m.id DESC LIMIT ?"
     rows = yield [(d.sql(sql), [*params, where.limit])]
     return [record_from_row(row) for row in rows]
@@ -557,10 +559,12 @@ def _client_stats(d: Dialect, client_id: str, since: int, until: int) -> Program
 def _client_page(
     d: Dialect, client_id: str, since: float, until: float, after: tuple[float, str] | None, limit: int
 ) -> Program[list[MessageRecord]]:
+    # The index range starts at the cursor (a row value would not narrow it on SQLite: every page would
+    # scan from ``since`` again), so each page costs the same however far the export has come.
     sql = f"{_SELECT_MESSAGES} WHERE s.client_id = ? AND m.received_at >= ? AND m.received_at < ?"
-    params: list[Any] = [client_id, since, until]
+    params: list[Any] = [client_id, since if after is None else max(since, after[0]), until]
     if after is not None:
-        sql += " AND (m.received_at, m.id) > (?, ?)"
+        sql += " AND (m.received_at > ? OR m.id > ?)"
         params += after
     rows = yield [(d.sql(sql + " ORDER BY m.received_at, m.id LIMIT ?"), [*params, limit])]
     return [record_from_row(row) for row in rows]
