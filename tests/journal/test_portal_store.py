@@ -132,3 +132,27 @@ async def test_disabling_ends_sessions_everywhere(journal: Journal) -> None:
 def test_a_portal_user_repr_hides_secrets() -> None:
     user = PortalUser("pu_1", "cl_a", "a@example.com", "admin", 0.0, "$argon2id$secret", "SECRETKEY")
     assert "argon2" not in repr(user) and "SECRETKEY" not in repr(user)
+
+
+async def test_paging_both_ways_skips_and_repeats_nothing_even_at_equal_times(journal: Journal) -> None:
+    now = time.time()
+    # 7 messages, three of them at one instant: the cursor's id breaks the tie.
+    times = [now - 5, now - 4, now - 3, now - 3, now - 3, now - 2, now - 1]
+    await journal.store([mo(f"p{n}", received_at=at) for n, at in enumerate(times)])
+    await journal.apply([Change(f"p{n}", outcome("blank"), client_id="cl_a") for n in range(7)])
+    store = journal.portal()
+    seen: list[str] = []
+    before = None
+    while True:
+        page = await store.client_find("cl_a", MessageFilter(limit=2, before=before))
+        seen += [r.id for r in page]
+        if len(page) < 2:
+            break
+        before = (page[-1].message.received_at, page[-1].id)
+    assert seen == ["p6", "p5", "p4", "p3", "p2", "p1", "p0"]
+    forward: list[str] = []
+    after = None
+    while page := await store.client_page("cl_a", now - 60, now + 1, after, 2):
+        forward += [r.id for r in page]
+        after = (page[-1].message.received_at, page[-1].id)
+    assert forward == ["p0", "p1", "p2", "p3", "p4", "p5", "p6"]

@@ -105,7 +105,11 @@ def test_every_portal_route_with_another_clients_ids_and_parameters(
     post("/portal/account/totp/off", "/portal/account/totp/off", {"code": "1", **other}, 303)
     # B's audit has only B's own entries: nothing A did landed there.
     b_audit = gw.admin("GET", f"/v1/clients/{b_id}/audit").json()["audit"]
-    assert [e["actor"] for e in b_audit] == ["portal:admin@bravo.example", "operator"]
+    assert [(e["actor"], e["action"]) for e in b_audit] == [
+        ("portal:admin@bravo.example", "password set"),
+        ("operator", "invite"),
+        ("operator", "created"),
+    ]
     # The invite page of a token that is not one; then signing out (everywhere last).
     browser.get("/portal/invite/not-a-token")
     walked.add(("GET", "/portal/invite/{token}"))

@@ -273,6 +273,7 @@ async def create_client(request: Request, body: ClientIn) -> Response:
         created = await gateway.registry.add(record)
     except ClientConflict as exc:
         raise _conflict(exc) from None
+    await operator_audit(gateway, created.id, "created", created.name)
     return json_response(client_json(created, with_token=True, with_signing_secret=True), 201)
 
 
