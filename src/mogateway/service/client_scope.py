@@ -25,7 +25,7 @@ from mogateway.core.clients import ClientRecord
 from mogateway.core.portal_accounts import AuditEntry
 from mogateway.core.portal_store import PortalStore
 from mogateway.core.ports import MessageFilter, MessageRecord
-from mogateway.core.timeline import Event
+from mogateway.core.timeline import REPLIED_STATES, Event
 from mogateway.service.portal_accounts import PortalAccounts
 from mogateway.service.registry import NotSigning, Registry, new_signing_secret
 
@@ -132,7 +132,7 @@ class ClientScope:
             states[state] = states.get(state, 0) + n
         figures = await self._store.client_stats(self.client_id, int(since // 60 * 60), int(until))
         bins = {k[len(_LATENCY) :]: n for k, n in figures.items() if k.startswith(_LATENCY)}
-        replied = ("replied", "delivered", "undelivered")
+        replied = [s.value for s in REPLIED_STATES]
         return {
             "mo_in": sum(states.values()),
             "replies": sum(states.get(s, 0) for s in replied),
