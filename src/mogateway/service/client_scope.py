@@ -14,7 +14,6 @@ Rules:
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -28,6 +27,7 @@ from mogateway.core.ports import MessageFilter, MessageRecord
 from mogateway.core.timeline import REPLIED_STATES, Event
 from mogateway.service.portal_accounts import PortalAccounts
 from mogateway.service.registry import NotSigning, Registry, new_signing_secret
+from mogateway.service.stats import percentile_ms
 
 __all__ = ["ClientScope", "ClientView", "CredentialError", "EXPORT_PAGE"]
 
@@ -59,26 +59,6 @@ def _view(client: ClientRecord, now: float) -> dict[str, Any]:
 
 
 ClientView = dict[str, Any]
-
-
-def percentile_ms(bins: dict[str, int], q: float) -> float | None:
-    """The ``q`` quantile (0..1) in ms of a latency histogram (upper bound in s -> count), interpolated
-    within its bucket as prometheus does; None without samples."""
-    bounds = sorted((math.inf if b == "+Inf" else float(b), n) for b, n in bins.items())
-    total = sum(n for _, n in bounds)
-    if total == 0:
-        return None
-    rank = q * total
-    seen = 0
-    lower = 0.0
-    for upper, n in bounds:
-        if seen + n >= rank and n > 0:
-            if math.isinf(upper):
-                return lower * 1000
-            return (lower + (upper - lower) * (rank - seen) / n) * 1000
-        seen += n
-        lower = upper if not math.isinf(upper) else lower
-    return lower * 1000
 
 
 class ClientScope:
