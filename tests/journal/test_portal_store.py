@@ -70,6 +70,10 @@ async def test_an_invite_is_single_use_and_expires(journal: Journal) -> None:
     except InviteRefused:
         pass
     assert await accounts.check_password("ann@example.com", "correct horse battery") is not None
+    # a new invite of the same person (a password reset) replaces an open one
+    _, first = await accounts.invite("cl_a", "ann@example.com", "viewer", 1, "operator")
+    _, second = await accounts.invite("cl_a", "ann@example.com", "viewer", 1, "operator")
+    assert await accounts.invite_user(first) is None and await accounts.invite_user(second) is not None
     assert await accounts.check_password("ann@example.com", "wrong password!!") is None
     # the same address cannot belong to another client
     try:

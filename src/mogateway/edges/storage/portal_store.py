@@ -234,7 +234,11 @@ def _invite(d: Dialect, user: PortalUser, key: str, expires_at: float) -> Progra
             )
         ]
     yield [
-        (d.sql("DELETE FROM portal_invites WHERE expires_at <= ? OR used_at > 0"), [user.created_at]),
+        # Expired and used invites go, and so does an open one of this person: the newest link only.
+        (
+            d.sql("DELETE FROM portal_invites WHERE expires_at <= ? OR used_at > 0 OR user_id = ?"),
+            [user.created_at, user_id],
+        ),
         (
             d.sql("INSERT INTO portal_invites (id_hash, client_id, user_id, expires_at) VALUES (?, ?, ?, ?)"),
             [key, user.client_id, user_id, expires_at],
