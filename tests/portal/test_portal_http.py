@@ -147,3 +147,23 @@ def test_a_rotated_token_has_an_overlap_on_the_callback_path(
     app.clear()
     gw.wait_state(gw.push("56767", "VOTE 3")["id"])
     assert "x-mogateway-signature" in app.calls[-1].headers
+
+
+def test_test_my_endpoint_sends_a_whatsapp_clients_callback_as_production_does(
+    gw: ServedGateway, app: CallbackRecorder
+) -> None:
+    client = gw.add_client(shortcodes=[], whatsapp_numbers=["919876543210"], callback_url=app.url, name="Wa")
+    browser = accept(gw.url, invite(gw, client["id"], "w@wa.example"))
+    csrf = csrf_of(browser.get("/portal/callback").text)
+    app.clear()
+    shown = browser.post(
+        "/portal/callback/test", data={"csrf": csrf, "message": "HI", "msisdn": "9810012345"}
+    )
+    assert shown.status_code == 200 and 'data-outcome="reply"' in shown.text
+    (call,) = app.calls
+    body = call.json()
+    assert body["channel"] == "whatsapp" and body["shortcode"] == 919876543210 and body["message"] == "HI"
+    assert call.headers["authorization"] == f"Bearer {client['token']}"
+    assert call.headers["x-mogateway-message-id"].startswith("test-")
+    # nothing stored, nothing replied
+    assert gw.admin("GET", "/v1/messages", params={"shortcode": "919876543210"}).json()["messages"] == []
