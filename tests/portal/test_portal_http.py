@@ -167,3 +167,11 @@ def test_test_my_endpoint_sends_a_whatsapp_clients_callback_as_production_does(
     assert call.headers["x-mogateway-message-id"].startswith("test-")
     # nothing stored, nothing replied
     assert gw.admin("GET", "/v1/messages", params={"shortcode": "919876543210"}).json()["messages"] == []
+
+
+def test_the_portal_can_be_turned_off(tmp_path: Path) -> None:
+    from console_harness import served_gateway
+
+    with served_gateway(tmp_path / "gw", portal="false") as gw:
+        assert gw.request("GET", "/portal/login").status_code == 404
+        assert gw.request("GET", "/console/login").status_code == 200
