@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.responses import Response
 
 from mogateway.api.common import AdminRoute, client_of, gateway_of, json_response
 from mogateway.api.openapi import documented
 from mogateway.api.problems import ApiProblem
 from mogateway.api.views.messages import iso
-from mogateway.core.portal_accounts import EMAIL_PATTERN, PortalUser
+from mogateway.core.portal_accounts import EMAIL_PATTERN, PortalUser, normalize_email
 from mogateway.gateway_view import GatewayView
 from mogateway.service.portal_accounts import InviteRefused, PortalAccounts
 
@@ -24,8 +24,11 @@ router = APIRouter(tags=["portal"], route_class=AdminRoute)
 
 class InviteIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    email: str = Field(min_length=5, max_length=320, pattern=EMAIL_PATTERN)
+    # The schema says the pattern; the check says it in words ("… is not an e-mail address").
+    email: str = Field(min_length=5, max_length=320, json_schema_extra={"pattern": EMAIL_PATTERN})
     role: str = Field("viewer", pattern="^(viewer|admin)$")
+
+    _email = field_validator("email")(classmethod(lambda cls, v: normalize_email(v)))
 
 
 class PortalUserOut(BaseModel):
