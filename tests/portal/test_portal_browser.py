@@ -73,13 +73,15 @@ def test_the_portal_in_chromium(
     sign_in(page, gw.url, email, totp.totp(raw, time.time() + 30))
     page.get_by_role("heading", level=1, name="Overview").wait_for()
     expect(page.locator('[data-figure="today-mo-in"]')).to_have_text("3")
+    gw.wait_state(gw.push("56767", "VOTE 4", msisdn="919810012399")["id"])
+    expect(page.locator('[data-figure="today-mo-in"]')).to_have_text("4", timeout=20_000)  # live, no reload
     assert "Bravo" not in page.content() and "56999" not in page.content()
     shot(page, "overview")
 
     # Messages: the list (own messages only), one timeline.
     page.get_by_role("link", name="Messages").click()
     rows = page.locator("table.messages tbody tr")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     assert "919810099999" not in page.content()
     shot(page, "messages")
     rows.first.get_by_role("link").click()
@@ -113,9 +115,9 @@ def test_the_portal_in_chromium(
         page.get_by_role("button", name="Export the month").click()
     saved = tmp_path / "export.csv"
     download.value.save_as(saved)
-    expect(page.locator("#export-status")).to_have_text("Done: 3 messages.")
+    expect(page.locator("#export-status")).to_have_text("Done: 4 messages.")
     lines = saved.read_text().splitlines()
-    assert lines[0].startswith("id,received_at,channel") and len(lines) == 4
+    assert lines[0].startswith("id,received_at,channel") and len(lines) == 5
     assert all(",56767," in line for line in lines[1:])
     assert download.value.suggested_filename == f"messages-{datetime.now().astimezone():%Y-%m}.csv"
     shot(page, "reports")

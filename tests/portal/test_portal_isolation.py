@@ -88,6 +88,14 @@ def test_every_portal_route_with_another_clients_ids_and_parameters(
     csv = get("/portal/reports/export.csv", "/portal/reports/export.csv", month=month, **other)
     assert sorted(re.findall(r"^([^,\n]+),", csv, re.M)[1:]) == sorted(a.messages)
     assert browser.get("/portal/reports/count", params={"day": day, **other}).json() == {"rows": 3}
+    with browser.stream("GET", "/portal/live/overview", params=other) as live:  # the first event only
+        assert live.status_code == 200
+        events = live.iter_lines()
+        while not (line := next(events)).startswith("data: "):
+            pass
+        foreign(line)
+        assert "56767" in line
+    walked.add(("GET", "/portal/live/overview"))
     walked.add(("GET", "/portal/reports/count"))
     get("/portal/login", "/portal/login", 303, **other)  # signed in: to the portal
     get("/portal", "/portal", 303, **other)

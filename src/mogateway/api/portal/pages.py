@@ -3,27 +3,34 @@ visit's :class:`~mogateway.service.client_scope.ClientScope`."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from fastapi import APIRouter, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from mogateway.api.console.messages import event_details, summarize
-from mogateway.api.portal.web import PortalRoute, context, html, not_found, page
+from mogateway.api.portal.web import PortalRoute, context, html, not_found, page, render, state_of, visit_of
 from mogateway.api.views.messages import message_json
 from mogateway.core.message import CHANNELS
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import MessageFilter
 from mogateway.core.timeline import STATES, State
+from mogateway.service.client_scope import ClientScope
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/portal", include_in_schema=False, route_class=PortalRoute)
 
 _PAGE = 50
+#: The Overview's figures are sent again this often (two small scoped queries each time).
+LIVE_S = 5
+_STREAM_S = 55
 
 
 def midnight(now: float) -> float:
@@ -32,15 +39,46 @@ def midnight(now: float) -> float:
     return local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
 
 
+async def _figures(scope: ClientScope) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "today": await scope.traffic(midnight(now), now + 1),
+        "hour": await scope.traffic(now - 3600, now + 1),
+    }
+
+
 @router.get("/")
 async def overview(request: Request) -> Response:
     visit = await page(request)
     if isinstance(visit, Response):
         return visit
-    now = time.time()
-    today = await visit.scope.traffic(midnight(now), now + 1)
-    hour = await visit.scope.traffic(now - 3600, now + 1)
-    return html("overview.html", await context(request, visit, "overview", today=today, hour=hour))
+    figures = await _figures(visit.scope)
+    return html("overview.html", await context(request, visit, "overview", live_s=LIVE_S, **figures))
+
+
+@router.get("/live/overview")
+async def live_overview(request: Request) -> Response:
+    """Server-Sent Events: the Overview's figures every :data:`LIVE_S` seconds (console.js puts them in
+    place); the stream ends after a while (the browser reconnects) and at once when the session ends."""
+    visit = await visit_of(request)
+    if visit is None:
+        return Response(status_code=401, headers={"cache-control": "no-store"})
+    sessions = state_of(request).sessions
+    session_id = visit.session.id
+
+    async def events() -> AsyncIterator[bytes]:
+        yield b"retry: 5000\n\n"
+        ends = time.monotonic() + _STREAM_S
+        while time.monotonic() < ends and await sessions.get(session_id) is not None:
+            fragment = render("_overview.html", await _figures(visit.scope))
+            yield b"data: " + orjson.dumps({"fragments": {"overview-live": fragment}}) + b"\n\n"
+            await asyncio.sleep(LIVE_S)
+
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
 
 
 def _local(value: str, field: str) -> float | None:
