@@ -20,10 +20,14 @@ from .portal_harness import PASSWORD, invite
 SHOTS = os.environ.get("MOGATEWAY_PORTAL_SCREENSHOTS", "")
 
 
-def shot(page: Page, name: str) -> None:
+def shot(page: Page, name: str, phone: bool = False) -> None:
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+        if phone:
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.screenshot(path=str(Path(SHOTS) / f"{name}-phone.png"), full_page=True)
+            page.set_viewport_size({"width": 1280, "height": 800})
 
 
 def sign_in(page: Page, url: str, email: str, code: str = "") -> None:
@@ -76,14 +80,14 @@ def test_the_portal_in_chromium(
     gw.wait_state(gw.push("56767", "VOTE 4", msisdn="919810012399")["id"])
     expect(page.locator('[data-figure="today-mo-in"]')).to_have_text("4", timeout=20_000)  # live, no reload
     assert "Bravo" not in page.content() and "56999" not in page.content()
-    shot(page, "overview")
+    shot(page, "overview", phone=True)
 
     # Messages: the list (own messages only), one timeline.
     page.get_by_role("link", name="Messages").click()
     rows = page.locator("table.messages tbody tr")
     expect(rows).to_have_count(4)
     assert "919810099999" not in page.content()
-    shot(page, "messages")
+    shot(page, "messages", phone=True)
     rows.first.get_by_role("link").click()
     page.get_by_role("heading", name="Timeline").wait_for()
     expect(page.locator(".status-line .state")).to_have_text("replied")
