@@ -67,7 +67,9 @@ async def truncate_all(url: str) -> None:
     conn = await asyncpg.connect(url, timeout=10)
     try:
         await conn.execute(
-            "TRUNCATE messages, message_states, events, reply_refs, clients, settings, stats, whatsapp_seen"
+            "TRUNCATE messages, message_states, events, reply_refs, clients, settings, stats, whatsapp_seen, "
+            "portal_users, portal_recovery_codes, portal_invites, portal_sessions, portal_signin_failures, "
+            "portal_audit"
         )
     finally:
         await conn.close()

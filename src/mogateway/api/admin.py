@@ -33,6 +33,7 @@ from mogateway.api.openapi import (
     SessionsRevoked,
     documented,
 )
+from mogateway.api.portal_admin import operator_audit
 from mogateway.api.problems import ApiProblem
 from mogateway.api.render import iso, message_json
 from mogateway.core.callback_url import UrlRefused, normalize_callback_url
@@ -272,6 +273,7 @@ async def create_client(request: Request, body: ClientIn) -> Response:
         created = await gateway.registry.add(record)
     except ClientConflict as exc:
         raise _conflict(exc) from None
+    await operator_audit(gateway, created.id, "created", created.name)
     return json_response(client_json(created, with_token=True, with_signing_secret=True), 201)
 
 
@@ -330,6 +332,8 @@ async def patch_client(request: Request, client_id: str, body: ClientPatch) -> R
         raise _conflict(exc) from None
     if updated is None:
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    changed = sorted([*changes, *dlt_changes, *(["sign_callbacks"] if sign is not None else [])])
+    await operator_audit(gateway, client_id, "changed", ", ".join(changed))
     return json_response(client_json(updated, with_signing_secret=started_signing))
 
 
@@ -352,6 +356,7 @@ async def rotate_token(request: Request, client_id: str) -> Response:
     updated = await gateway.registry.rotate_token(client_id)
     if updated is None:  # removed meanwhile
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    await operator_audit(gateway, client_id, "bearer token rotated", "at once")
     return json_response(client_json(updated, with_token=True))
 
 
@@ -371,6 +376,7 @@ async def rotate_signing_secret(request: Request, client_id: str) -> Response:
         ) from None
     if updated is None:  # removed meanwhile
         raise ApiProblem(404, f"no client {client_id}", kind="not-found")
+    await operator_audit(gateway, client_id, "signing secret rotated", "")
     return json_response(client_json(updated, with_signing_secret=True))
 
 

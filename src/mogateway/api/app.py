@@ -11,12 +11,13 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from mogateway import __version__
-from mogateway.api import admin, cluster, dlt, health, ingest, stats, whatsapp, whatsapp_media
+from mogateway.api import admin, cluster, dlt, health, ingest, portal_admin, stats, whatsapp, whatsapp_media
 from mogateway.api.apidocs import install_docs
 from mogateway.api.console import install_console
 from mogateway.api.headers import SecurityHeaders
 from mogateway.api.limits import BodyLimit
 from mogateway.api.openapi import Health, documented, install_openapi
+from mogateway.api.portal import install_portal
 from mogateway.api.problems import install_handlers
 from mogateway.gateway_view import GatewayView
 from mogateway.node import Gateway
@@ -65,6 +66,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     # come through them: api.whatsapp.WebhookFastPath).
     app.include_router(whatsapp.router)
     app.include_router(admin.router)
+    app.include_router(portal_admin.router)
     app.include_router(dlt.router)
     app.include_router(cluster.router)
     app.include_router(stats.router)
@@ -73,6 +75,7 @@ def create_app(gateway: Gateway, *, manage_lifecycle: bool = True) -> Any:
     install_docs(app)
     install_openapi(app, refine=lambda doc: _limits(doc, gateway.settings))
     install_console(app, gateway)
+    install_portal(app, gateway)
 
     @app.get(
         "/healthz",

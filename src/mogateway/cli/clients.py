@@ -176,6 +176,45 @@ def remove(client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTI
     console.print(f"removed {client_id}")
 
 
+@clients_app.command("invite")
+def invite(
+    client_id: str,
+    email: str = typer.Option(..., "--email", help="The person's e-mail address (their sign-in name)."),
+    role: str = typer.Option("viewer", "--role", help="viewer (reads) or admin (also changes and rotates)."),
+    url: str = URL_OPTION,
+    token: str | None = TOKEN_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Invite a person to a client's portal: prints a one-time link (it expires) that sets their password."""
+    if role not in ("viewer", "admin"):
+        raise typer.BadParameter("viewer or admin", param_hint="--role")
+    data = ApiClient(url, token, "admin").call(
+        "POST", f"/v1/clients/{client_id}/portal/invites", json_body={"email": email, "role": role}
+    )
+    data["invite_link"] = url.rstrip("/") + data.pop("invite_path")
+    if as_json:
+        print_json(data)
+        return
+    console.print(f"{data['email']} ({data['role']}) is invited to the portal of {client_id}.")
+    console.print(
+        f"[yellow]The link is shown only now; it works once, within {data['invite_hours']} hours:[/yellow]"
+    )
+    print(data["invite_link"])
+
+
+@clients_app.command("portal-disable")
+def portal_disable(
+    client_id: str,
+    user_id: str | None = typer.Option(None, "--user", help="One person's id; without it, everyone."),
+    url: str = URL_OPTION,
+    token: str | None = TOKEN_OPTION,
+) -> None:
+    """Disable one person of a client's portal, or all of them; their sessions end at once."""
+    where = f"/v1/clients/{client_id}/portal" + (f"/users/{user_id}/disable" if user_id else "/disable")
+    data = ApiClient(url, token, "admin").call("POST", where)
+    console.print(f"disabled {data['disabled']}")
+
+
 def register(app: typer.Typer) -> None:
     dlt.register(clients_app)  # clients dlt-set, dlt-templates, dlt-add, dlt-remove, dlt-import, dlt-check
     app.add_typer(clients_app, name="clients")

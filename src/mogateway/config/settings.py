@@ -80,6 +80,10 @@ class Settings(BaseSettings):
 
     console: bool = True
     console_session_minutes: int = Field(480, ge=5, le=7 * 24 * 60)
+    # The client portal at /portal/ (api/portal, docs/portal.md): client applications' own people.
+    portal: bool = True
+    portal_session_minutes: int = Field(480, ge=5, le=7 * 24 * 60)
+    portal_invite_hours: int = Field(72, ge=1, le=30 * 24)
     stats_flush_s: float = Field(2.0, ge=0.5, le=60)
     stats_retention_days: int = Field(8, ge=1, le=400)
     # Retention (service.retention): finished messages received more than this many days ago are

@@ -45,6 +45,10 @@ class ClientRecord:
     previous_signing_until: float = 0.0
     #: WhatsApp business numbers (digits with the country code) routed to this client like shortcodes.
     whatsapp_numbers: list[str] = field(default_factory=list)
+    #: A rotated bearer token waiting for its overlap window to end: callbacks carry ``token`` until
+    #: ``next_token_at`` (unix s), then this one (the application accepts both meanwhile).
+    next_token: str = field(default="", repr=False)
+    next_token_at: float = 0.0
 
     @property
     def sign_callbacks(self) -> bool:
@@ -61,6 +65,12 @@ class ClientRecord:
         if self.in_signing_grace(now):
             return [self.signing_secret, self.previous_signing_secret]
         return [self.signing_secret]
+
+    def callback_token(self, now: float) -> str:
+        """The bearer token a callback sent at ``now`` carries."""
+        if self.next_token and now >= self.next_token_at:
+            return self.next_token
+        return self.token
 
     def to_doc(self) -> dict[str, Any]:
         """The client as the JSON document the journals keep."""

@@ -409,6 +409,12 @@ class Journal(
         """The console's sessions and sign-in throttle, kept in this journal."""
         ...
 
+    def portal(self) -> Any:
+        """The client portal's people, sessions and audit, and its client-scoped reads: a
+        ``core.portal_store.PortalStore`` (named Any here because that module reads this one's types;
+        each journal's ``portal`` is declared with the protocol, so mypy checks it)."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -333,7 +333,7 @@ class Dispatcher:
         if item.whatsapp is not None and self._media_url is not None and is_media_member(item.whatsapp):
             media = self._media_url(item.id, client.id, routed_at)  # signed at each dispatch, like the body
         body = callback_body(item, "s" if client.tsunix_unit == "s" else "ms", media)
-        headers = callback_headers(client.token, item.id, self._user_agent_version)
+        headers = callback_headers(client.callback_token(routed_at), item.id, self._user_agent_version)
         if client.signing_secret:
             # Signed at each dispatch (a replay or a retry after a restart gets a fresh timestamp), with
             # the previous secret too during a rotation's grace period.

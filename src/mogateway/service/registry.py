@@ -49,9 +49,12 @@ class NotSigning(ValueError):
 
 
 def _without_expired_grace(client: ClientRecord, now: float) -> ClientRecord:
-    # A previous secret whose grace is over signs nothing any more: do not keep it.
+    # A previous secret whose grace is over signs nothing any more: do not keep it. A next token whose
+    # overlap is over is the token now.
     if client.previous_signing_secret and not client.in_signing_grace(now):
-        return replace(client, previous_signing_secret="", previous_signing_until=0.0)
+        client = replace(client, previous_signing_secret="", previous_signing_until=0.0)
+    if client.next_token and now >= client.next_token_at:
+        client = replace(client, token=client.next_token, next_token="", next_token_at=0.0)
     return client
 
 
@@ -192,11 +195,19 @@ class Registry:
         await self._changed()
         return client
 
-    async def rotate_token(self, client_id: str) -> ClientRecord | None:
+    async def rotate_token(self, client_id: str, overlap_s: float = 0.0) -> ClientRecord | None:
+        """A new bearer token: at once, or with ``overlap_s`` the callbacks carry the current token that
+        much longer and then the new one (``next_token``); the application accepts both meanwhile."""
         current = self._clients.get(client_id)
         if current is None:
             return None
-        return await self.update(replace(current, token=new_client_token()))
+        if overlap_s <= 0:
+            return await self.update(
+                replace(current, token=new_client_token(), next_token="", next_token_at=0.0)
+            )
+        now = time.time()
+        base = _without_expired_grace(current, now)
+        return await self.update(replace(base, next_token=new_client_token(), next_token_at=now + overlap_s))
 
     async def rotate_signing_secret(self, client_id: str, grace_s: float) -> ClientRecord | None:
         """A new signing secret; the current one keeps signing next to it for ``grace_s`` seconds.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from mogateway.api.console import clients, messages, pages, signin
+from mogateway.api.console import clients, messages, pages, people, signin
 from mogateway.api.console.web import ConsoleState
 from mogateway.gateway_view import GatewayView
 
@@ -21,5 +21,5 @@ def install_console(app: FastAPI, gateway: GatewayView) -> None:
     if not gateway.settings.console:
         return
     app.state.console = ConsoleState(app, gateway)
-    for module in (signin, pages, clients, messages):
+    for module in (signin, pages, clients, messages, people):
         app.include_router(module.router)

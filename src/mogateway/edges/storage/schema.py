@@ -146,6 +146,50 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("id", "TEXT NOT NULL", "text NOT NULL"),
         _c("received_at", "REAL NOT NULL", "double precision NOT NULL"),
     ),
+    # The client portal (edges/storage/portal_store.py; migration 0015): people, invites, sessions,
+    # failed sign-ins, recovery codes and the audit of changes, each row of one client.
+    "portal_users": (
+        _c("id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("client_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("email", "TEXT NOT NULL", "text NOT NULL"),
+        _c("role", "TEXT NOT NULL", "text NOT NULL"),
+        _c("password_hash", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("totp_secret", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+        _c("totp_step", "INTEGER NOT NULL DEFAULT 0", "bigint NOT NULL DEFAULT 0"),
+        _c("created_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("disabled_at", "REAL NOT NULL DEFAULT 0", "double precision NOT NULL DEFAULT 0"),
+    ),
+    "portal_recovery_codes": (
+        _c("user_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("code_hash", "TEXT NOT NULL", "text NOT NULL"),
+    ),
+    "portal_invites": (
+        _c("id_hash", "TEXT NOT NULL", "text NOT NULL"),
+        _c("client_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("user_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("expires_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("used_at", "REAL NOT NULL DEFAULT 0", "double precision NOT NULL DEFAULT 0"),
+    ),
+    "portal_sessions": (
+        _c("id_hash", "TEXT NOT NULL", "text NOT NULL"),
+        _c("user_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("client_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("expires_at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("flashes", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+    ),
+    "portal_signin_failures": (
+        _c("address", "TEXT NOT NULL", "text NOT NULL"),
+        _c("at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("failures", "INTEGER NOT NULL", "integer NOT NULL"),
+    ),
+    "portal_audit": (
+        _c("id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("client_id", "TEXT NOT NULL", "text NOT NULL"),
+        _c("at", "REAL NOT NULL", "double precision NOT NULL"),
+        _c("actor", "TEXT NOT NULL", "text NOT NULL"),
+        _c("action", "TEXT NOT NULL", "text NOT NULL"),
+        _c("detail", "TEXT NOT NULL DEFAULT ''", "text NOT NULL DEFAULT ''::text"),
+    ),
 }
 
 #: The columns of a ``messages`` row, as :func:`message_row` orders them (a new row has all of them).

@@ -46,7 +46,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The members of a client document that are secrets.
-SECRET_FIELDS: Final = ("token", "signing_secret", "previous_signing_secret")
+SECRET_FIELDS: Final = ("token", "signing_secret", "previous_signing_secret", "next_token")
 #: How messages name the settings (the operator sets them under these names).
 KEY_SETTING: Final = "secret_key (MOGATEWAY_SECRET_KEY)"
 OLD_KEY_SETTING: Final = "old_secret_key (MOGATEWAY_OLD_SECRET_KEY)"

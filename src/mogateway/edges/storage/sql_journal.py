@@ -26,11 +26,13 @@ import orjson
 
 from mogateway.core.clients import ClientRecord
 from mogateway.core.message import Message
+from mogateway.core.portal_store import PortalStore
 from mogateway.core.ports import FinishedMessage, MessageFilter, MessageRecord, StatsRow, Stored
 from mogateway.core.timeline import Change, Event, EventKind
 from mogateway.edges.storage import batches
 from mogateway.edges.storage.client_documents import client_document, client_from_document
 from mogateway.edges.storage.dialect import Dialect, Program
+from mogateway.edges.storage.portal_store import SqlPortalStore
 from mogateway.edges.storage.schema import (
     MESSAGE_COLUMNS,
     MESSAGES_FROM,
@@ -159,6 +161,12 @@ class SqlJournal(abc.ABC):
 
     async def clients_version(self) -> float:
         return await self._reading(_clients_version)
+
+    # ------------------------------------------------------------------ the client portal
+
+    def portal(self) -> PortalStore:
+        """The client portal's rows and client-scoped reads, run by this journal (storage/portal_store.py)."""
+        return SqlPortalStore(self._writing, self._reading, self.sealer)
 
     # ------------------------------------------------------------------ settings
 

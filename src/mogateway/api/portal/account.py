@@ -1,0 +1,76 @@
+"""The Account page: the person's two-factor sign-in (TOTP, recovery codes) and, for a client's admins,
+the people of their team."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from mogateway.api.portal.web import PortalRoute, context, guard, html, page, redirect, state_of
+from mogateway.core import totp
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/portal", include_in_schema=False, route_class=PortalRoute)
+
+
+@router.get("/account")
+async def account_page(request: Request) -> Response:
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    state = state_of(request)
+    left = await state.accounts.store.recovery_codes_left(visit.user.id) if visit.user.totp_on else 0
+    ctx = await context(request, visit, "account", setup=None, recovery_left=left)
+    return html("account.html", ctx)
+
+
+@router.post("/account/totp/start")
+async def totp_start(request: Request) -> Response:
+    guarded = await guard(request)
+    if isinstance(guarded, Response):
+        return guarded
+    visit, _ = guarded
+    secret = state_of(request).accounts.new_totp_secret()
+    setup = {
+        "secret": secret,
+        "uri": totp.otpauth_uri(totp.from_base32(secret), visit.user.email, "mogateway"),
+    }
+    return html("account.html", await context(request, visit, "account", setup=setup, recovery_left=0))
+
+
+@router.post("/account/totp")
+async def totp_on(request: Request) -> Response:
+    guarded = await guard(request)
+    if isinstance(guarded, Response):
+        return guarded
+    visit, form = guarded
+    state = state_of(request)
+    secret = form.get("secret", "")[:64]
+    codes = await state.accounts.turn_totp_on(visit.user, secret, form.get("code", ""))
+    if codes is None:
+        try:
+            uri = totp.otpauth_uri(totp.from_base32(secret), visit.user.email, "mogateway")
+        except ValueError:
+            return redirect("/portal/account")
+        ctx = await context(request, visit, "account", setup={"secret": secret, "uri": uri}, recovery_left=0)
+        ctx["error"] = "That code does not match: check the app's clock and type the code it shows now."
+        return html("account.html", ctx, 422)
+    await state.sessions.flash(visit.session, "recovery", "Two-factor sign-in is on.", codes=codes)
+    return redirect("/portal/account")
+
+
+@router.post("/account/totp/off")
+async def totp_off(request: Request) -> Response:
+    guarded = await guard(request)
+    if isinstance(guarded, Response):
+        return guarded
+    visit, form = guarded
+    state = state_of(request)
+    if not await state.accounts.second_factor(visit.user, form.get("code", "")):
+        ctx = await context(request, visit, "account", setup=None, recovery_left=0)
+        ctx["error"] = "That code does not match."
+        return html("account.html", ctx, 422)
+    await state.accounts.turn_totp_off(visit.user)
+    await state.sessions.flash(visit.session, "info", "Two-factor sign-in is off.")
+    return redirect("/portal/account")

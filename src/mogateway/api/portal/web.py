@@ -1,0 +1,214 @@
+"""What the portal's pages share: its state on the app, the signed-in visit (session, person, and the
+one :class:`~mogateway.service.client_scope.ClientScope` of their client), the POST guard, rendering.
+
+Rules (every page module keeps them by going through these helpers):
+
+* Every page but sign-in and the invite needs a session of an enabled person; without one a page
+  redirects to sign-in.
+* A handler receives a :class:`Visit`; its ``scope`` is the only way to the client's data (there is no
+  journal on it, and no client id to choose: the scope's is the session's).
+* An id in a portal URL must have an id's shape (``core.ids``), else the not-found page
+  (:class:`PortalRoute`).
+* Every POST needs the session's CSRF token and, when the browser names its site, this gateway.
+* Pages carry the console's security headers (strict CSP, no framing, no caching).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from fastapi import Request
+from fastapi.routing import APIRoute
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from mogateway.api.console.render import SECURITY_HEADERS, ago, ms, num, pct, utc_offset, when
+from mogateway.api.console.sessions import same_secret
+from mogateway.api.console.web import read_form, same_origin
+from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
+from mogateway.core.ids import not_an_id
+from mogateway.core.portal_accounts import PortalUser, may
+from mogateway.core.portal_store import PortalStore
+from mogateway.core.timeline import NO_REPLY_STATES, tone
+from mogateway.edges.urlguard import check_callback_url
+from mogateway.gateway_view import GatewayView
+from mogateway.service.client_scope import ClientScope
+from mogateway.service.portal_accounts import PortalAccounts
+
+__all__ = [
+    "COOKIE",
+    "PortalRoute",
+    "PortalState",
+    "Visit",
+    "guard",
+    "html",
+    "not_found",
+    "page",
+    "redirect",
+    "render",
+    "state_of",
+    "visit_of",
+]
+
+COOKIE = "mogateway_portal"
+COOKIE_PATH = "/portal/"
+
+environment = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=jinja2.ChainableUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+environment.filters.update(when=when, ago=ago, num=num, pct=pct, ms=ms)
+environment.globals.update(utc_offset=utc_offset, tone=tone, NO_REPLY_STATES=NO_REPLY_STATES)
+
+
+def render(template: str, context: dict[str, Any]) -> str:
+    return environment.get_template(template).render(context)
+
+
+def html(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    return HTMLResponse(render(template, context), status_code=status, headers=SECURITY_HEADERS)
+
+
+class PortalState:
+    """What the portal keeps on ``app.state.portal``: accounts, sessions and the throttle (all in the
+    journal) and the gateway, from which a visit's scope is made."""
+
+    def __init__(self, gateway: GatewayView) -> None:
+        self.gateway = gateway
+        store: PortalStore = gateway.journal.portal()
+        self.accounts = PortalAccounts(store)
+        self.sessions = PortalSessions(store, gateway.settings.portal_session_minutes * 60)
+        self.throttle = PortalThrottle(store)
+        self._store = store
+
+    def scope(self, client_id: str) -> ClientScope:
+        allow_private = self.gateway.settings.allow_private_callbacks
+
+        async def check(url: str) -> Any:
+            return await check_callback_url(url, allow_private)
+
+        return ClientScope(self._store, self.gateway.registry, client_id, check_url=check)
+
+
+def state_of(request: Request) -> PortalState:
+    state: PortalState = request.app.state.portal
+    return state
+
+
+@dataclass(slots=True)
+class Visit:
+    """One signed-in request: the session, the person, their client's scope."""
+
+    session: PortalSession
+    user: PortalUser
+    scope: ClientScope
+
+    def may(self, action: str) -> bool:
+        return may(self.user.role, action)
+
+    @property
+    def actor(self) -> str:
+        return f"portal:{self.user.email}"
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def to_signin(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return redirect("/portal/login?" + urlencode({"next": target}))
+
+
+async def visit_of(request: Request) -> Visit | None:
+    state = state_of(request)
+    session = await state.sessions.get(request.cookies.get(COOKIE))
+    if session is None:
+        return None
+    user = await state.accounts.store.user(session.user_id)
+    if user is None or not user.active or user.client_id != session.client_id:
+        return None
+    return Visit(session, user, state.scope(session.client_id))
+
+
+async def page(request: Request) -> Visit | Response:
+    """The visit of a GET page, or the redirect to sign-in."""
+    visit = await visit_of(request)
+    return to_signin(request) if visit is None else visit
+
+
+async def guard(request: Request, action: str = "read") -> tuple[Visit, dict[str, str]] | Response:
+    """The visit and form of a state-changing POST, or the response refusing it."""
+    visit = await visit_of(request)
+    if visit is None:
+        return to_signin(request)
+    form = await read_form(request)
+    if not same_origin(request):
+        return html("refused.html", {"reason": "The request came from another site."}, 403)
+    if not same_secret(form.get("csrf", ""), visit.session.csrf):
+        return html(
+            "refused.html", {"reason": "The form was missing its security token or it was stale."}, 403
+        )
+    if not visit.may(action):
+        return html("refused.html", {"reason": "Your role may not do this: ask an admin of your team."}, 403)
+    return visit, form
+
+
+async def context(request: Request, visit: Visit, name: str, **extra: Any) -> dict[str, Any]:
+    client = visit.scope.client()
+    return {
+        "page": name,
+        "csrf": visit.session.csrf,
+        "user": visit.user,
+        "client": client,
+        "admin": visit.may("change_callback"),
+        "flashes": await state_of(request).sessions.take_flashes(visit.session),
+        "error": None,
+        **extra,
+    }
+
+
+async def not_found(request: Request, visit: Visit, what: str) -> Response:
+    return html("not_found.html", await context(request, visit, "not found", what=what), status=404)
+
+
+class PortalRoute(APIRoute):
+    """A portal route whose ``*_id`` path parameters must be ids (``core.ids``), else not found."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            if not_an_id(request.path_params) is None:
+                return await handler(request)
+            visit = await visit_of(request)
+            if visit is None:
+                return to_signin(request)
+            return await not_found(request, visit, "that page")
+
+        return checked
+
+
+def set_session_cookie(
+    response: Response, request: Request, session: PortalSession, lifetime_s: float
+) -> None:
+    response.set_cookie(
+        COOKIE,
+        session.id,
+        max_age=int(lifetime_s),
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+def clear_session_cookie(response: Response) -> None:
+    response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
