@@ -363,6 +363,15 @@ class ServeProcess:
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
 
+    def wait_all_serving(self, timeout: float = 60.0) -> None:
+        """Wait until the supervisor says every worker serves (``start_serve`` returns once one answers
+        /healthz): what each worker logs while it starts is in :meth:`stderr` after this."""
+        deadline = time.monotonic() + timeout
+        while "mogateway listening on" not in self.stderr():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the workers did not all start: {self.stderr()}")
+            time.sleep(0.05)
+
     def kill(self) -> None:
         """SIGKILL to the gateway and its worker processes at once (its own process group): no shutdown
         code runs anywhere, as in a power cut of the machine."""

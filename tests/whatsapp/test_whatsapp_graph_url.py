@@ -54,9 +54,10 @@ access_token = "token-0123456789"
         MOGATEWAY_DATABASE=str(tmp_path / "journal.db"),
         MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
         MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_LOG_LEVEL="warning",
+        MOGATEWAY_LOG_LEVEL="info",  # the supervisor's start line: serve.wait_all_serving()
     )
     serve = start_serve(tmp_path, env, args=["--config", str(config), "--workers", "2"])
+    serve.wait_all_serving()  # the warning is one worker's; /healthz answered from either
     assert serve.stop() == 0
     return serve.stderr()
 

@@ -280,8 +280,7 @@ def _serve_env(workdir: Path, **extra: str) -> dict[str, str]:
         MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
         MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
         MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-        **extra,
+        **{"MOGATEWAY_LOG_LEVEL": "warning", **extra},
     )
 
 
@@ -379,9 +378,10 @@ def test_serve_warns_once_that_clear_values_are_stored_in_clear_when_a_key_is_se
     config = _config(tmp_path / "m.toml", app, verify, ACCESS_TOKEN)
     serve = start_serve(
         tmp_path,
-        _serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY),
+        _serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY, MOGATEWAY_LOG_LEVEL="info"),  # info: the start line
         args=["--config", str(config), "--workers", "2"],
     )
+    serve.wait_all_serving()  # the warning is one worker's; /healthz answered from either
     assert serve.stop() == 0
     warnings = [line for line in serve.stderr().splitlines() if "stored in clear" in line]
     assert len(warnings) == 1, serve.stderr()
