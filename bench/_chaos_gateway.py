@@ -249,6 +249,15 @@ class GatewayProcess:
                     with contextlib.suppress(orjson.JSONDecodeError):
                         yield orjson.loads(raw)
 
+    def all_serving(self, number: int) -> bool:
+        """Whether start ``number``'s supervisor said every worker serves (each recovers before it
+        serves, so every share of :meth:`recovered` is logged by then; /healthz answers from the first
+        worker that serves)."""
+        return any(
+            str(record.get("msg", "")).startswith("mogateway listening on")
+            for record in self.log_records(number)
+        )
+
     def recovered(self, number: int) -> int | None:
         """How many unfinished MOs start ``number`` queued again, over all its workers (each logs its
         own share); None: it logged no recovery."""

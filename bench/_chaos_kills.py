@@ -258,5 +258,11 @@ class Killer:
                 return
             raise
         self.traffic.up.set()
+        # Every worker's share of the recovery is logged once all serve (a bounded wait: the traffic
+        # goes on meanwhile, and a kill before it ends the wait with the shares logged so far).
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 30.0
+        while not self.gateway.all_serving(start) and start not in self._killed and loop.time() < until:
+            await asyncio.sleep(0.05)
         record.recovered = self.gateway.recovered(start)
         self.echo(record.line())

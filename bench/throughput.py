@@ -340,7 +340,17 @@ def main() -> None:
     parser.add_argument(
         "--python", default=sys.executable, help="run mogateway on this interpreter (default: this one)"
     )
+    parser.add_argument(
+        "--against",
+        default=None,
+        metavar="PYTHON",
+        help="also run every run on this interpreter (another checkout's .venv/bin/python), alternating "
+        "which goes first, and print the per-run ratios: a before/after in one invocation",
+    )
     args = parser.parse_args()
+    if args.against is not None:
+        _before_after(args)
+        return
     results: dict[tuple[int | None, bool], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="mogw-bench-") as tmp:
         for n in range(1, args.runs + 1):
@@ -374,6 +384,39 @@ def main() -> None:
                 for a, b in zip(results[(base, False)], results[(workers, False)], strict=False)
             ]
             print(f"{workers} workers / {base}: {median(ratios):.2f}× (median of the per-run ratios)")
+
+
+def _before_after(args: argparse.Namespace) -> None:
+    """``--against``: each run measures both gateways, the order swapped every run; the medians of both
+    and of the per-run ratios (this checkout / the other)."""
+    mine: list[dict[str, float]] = []
+    other: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="mogw-bench-") as tmp:
+        for n in range(1, args.runs + 1):
+            pairs = [(args.python, mine, "this"), (args.against, other, "against")]
+            for python, into, name in pairs if n % 2 else pairs[::-1]:
+                r = asyncio.run(
+                    one_run(
+                        args.count,
+                        args.concurrency,
+                        args.batch,
+                        Path(tmp),
+                        False,
+                        args.workers[0],
+                        args.rate,
+                        python,
+                        args.reply_http,
+                    )
+                )
+                into.append(r)
+                print(f"run {n} ({name}, {python}): {_describe(r)}", flush=True)
+    for name, runs in (("this", mine), ("against", other)):
+        med = {k: median([r[k] for r in runs]) for k in runs[0]}
+        print(f"median of {len(runs)} ({name}): {_describe(med)}")
+    for key, what in (("mo_per_s", "MO/s"), ("cpu_us", "CPU per MO")):
+        ratios = [a[key] / b[key] for a, b in zip(mine, other, strict=True)]
+        shown = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"{what}, this / against: {median(ratios):.2f}x (median of the per-run ratios {shown})")
 
 
 def _label(workers: int | None, watched: bool, with_console: bool) -> str:
