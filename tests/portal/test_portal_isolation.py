@@ -71,6 +71,8 @@ def test_every_portal_route_with_another_clients_ids_and_parameters(
     get(f"/portal/messages/{a.messages[0]}", "/portal/messages/{message_id}")
     get("/portal/messages/%2E%2E", "/portal/messages/{message_id}", 404)
     get("/portal/messages/a%3Fb", "/portal/messages/{message_id}", 404)
+    for mid in (*b.messages, a.messages[0]):  # B's, and A's own SMS (no media): not found alike
+        get(f"/portal/messages/{mid}/media", "/portal/messages/{message_id}/media", 404)
     # Lists, searches, figures, reports, audit: B's parameters find nothing of B.
     listing = get("/portal/messages", "/portal/messages", client=b_id, client_id=b_id)
     assert all(mid in listing for mid in a.messages)  # the client parameters are nobody's business

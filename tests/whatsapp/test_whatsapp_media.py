@@ -442,3 +442,41 @@ def test_the_console_opens_the_media_for_a_signed_in_operator(stack: Media) -> N
         # A text message's page has no such link.
         text_page = browser.get(f"/console/messages/{text_id}")
         assert text_page.status_code == 200 and "open media" not in text_page.text
+
+
+def test_the_portal_opens_the_media_of_the_clients_own_messages_only(stack: Media) -> None:
+    """A portal person of the client the message was routed to opens its media (a URL signed for that
+    client); a person of another client gets 404 for the same message."""
+    import re
+
+    media = stack.register(text="the bill a customer sent", mime_type="image/jpeg")
+    mid, _ = stack.deliver("image", media)
+    browsers: dict[str, httpx.Client] = {}
+    for name in ("shop", "other"):
+        resp = stack.gw.admin(
+            "POST",
+            f"/v1/clients/{stack.client_ids[name]}/portal/invites",
+            json={"email": f"a@{name}.example"},
+        )
+        assert resp.status_code == 201, resp.text
+        browser = httpx.Client(base_url=stack.serve.url, timeout=20)
+        link = resp.json()["invite_path"]
+        assert browser.get(link).status_code == 200
+        done = browser.post(link, data={"password": "a long password 1", "again": "a long password 1"})
+        assert done.status_code == 303, done.text
+        browsers[name] = browser
+    try:
+        shop, other = browsers["shop"], browsers["other"]
+        page = shop.get(f"/portal/messages/{mid}")
+        assert page.status_code == 200 and f'href="/portal/messages/{mid}/media"' in page.text
+        opened = shop.get(f"/portal/messages/{mid}/media")
+        assert opened.status_code == 303
+        target = opened.headers["location"]
+        assert re.match(rf"/v1/whatsapp/media/{mid}\?client={stack.client_ids['shop']}&exp=\d+&sig=", target)
+        fetched = shop.get(target)
+        assert fetched.status_code == 200 and fetched.content == b"the bill a customer sent"
+        assert other.get(f"/portal/messages/{mid}").status_code == 404
+        assert other.get(f"/portal/messages/{mid}/media", follow_redirects=False).status_code == 404
+    finally:
+        for browser in browsers.values():
+            browser.close()

@@ -14,13 +14,26 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
-from mogateway.api.console.messages import event_details, summarize
-from mogateway.api.portal.web import PortalRoute, context, html, not_found, page, render, state_of, visit_of
+from mogateway.api.console.messages import MEDIA_LINK_S, event_details, summarize
+from mogateway.api.console.web import path
+from mogateway.api.portal.web import (
+    PortalRoute,
+    context,
+    html,
+    not_found,
+    page,
+    redirect,
+    render,
+    state_of,
+    visit_of,
+)
 from mogateway.api.views.messages import message_json
+from mogateway.core.media_url import sign
 from mogateway.core.message import CHANNELS
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
 from mogateway.core.ports import MessageFilter
 from mogateway.core.timeline import STATES, State
+from mogateway.core.whatsapp_media import is_media_member
 from mogateway.service.client_scope import ClientScope
 
 __all__ = ["router"]
@@ -168,6 +181,25 @@ async def message_page(request: Request, message_id: str) -> Response:
         request, visit, "messages", message=message, summary=summarize(message), details=event_details
     )
     return html("message.html", ctx)
+
+
+@router.get("/messages/{message_id}/media")
+async def media(request: Request, message_id: str) -> Response:
+    """ "Open media" of the client's own WhatsApp media message: sent on to the media route with a URL
+    signed for this client, valid a minute (api.whatsapp_media streams it). The message is found through
+    the visit's scope, so another client's message is not found, as one that does not exist."""
+    visit = await page(request)
+    if isinstance(visit, Response):
+        return visit
+    found = await visit.scope.history(message_id)
+    keys = state_of(request).gateway.media_url_keys
+    member = None if found is None else found[0].message.whatsapp
+    if member is None or not is_media_member(member) or not keys:
+        return await not_found(request, visit, "such media")
+    client = visit.scope.client_id
+    exp = int(time.time()) + MEDIA_LINK_S
+    target = path("/v1/whatsapp/media/{}", message_id)
+    return redirect(f"{target}?client={client}&exp={exp}&sig={sign(keys[0], message_id, client, exp)}")
 
 
 @router.get("/audit")
