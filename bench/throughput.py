@@ -22,6 +22,10 @@ application) instead of the ``log`` channel, as a deployment with an MT gateway 
 ``--python PATH`` runs the gateway on another interpreter (with mogateway installed), the load generator
 and the application staying on this one.
 
+``--against PYTHON`` measures every run on this checkout's gateway and on another's (its
+``.venv/bin/python``), the order swapped each run, and prints the medians of the per-run ratios: a
+before/after in one invocation (docs/benchmarks.md §7.1).
+
 ``--with-console`` measures every run twice, once as above and once while someone watches: a console
 session on the Overview (signed in, its live stream updating every second) and a tool polling
 ``GET /v1/stats?window=today`` every 2 s, as ``mogateway top`` or a dashboard would. The two alternate
