@@ -369,7 +369,9 @@ class ServeProcess:
         deadline = time.monotonic() + timeout
         while "mogateway listening on" not in self.stderr():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the workers did not all start: {self.stderr()}")
+                said = self.stderr()
+                self.kill()  # a failed test leaves no gateway behind
+                raise AssertionError(f"the workers did not all start: {said}")
             time.sleep(0.05)
 
     def kill(self) -> None:
