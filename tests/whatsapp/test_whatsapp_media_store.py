@@ -53,7 +53,16 @@ class Kept:
         return str(mid)
 
     def fetch(self, mid: str) -> httpx.Response:
+        """The media with the client's token: only once the message is routed to that client (its
+        callback answered), as any other message is 404 to it; the file may be kept well before."""
+        self._wait_routed(mid)
         return self.gw.request("GET", f"/v1/whatsapp/media/{mid}", token=self.token)
+
+    def _wait_routed(self, mid: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.gw.admin("GET", f"/v1/messages/{mid}").json().get("client_id") is None:
+            assert time.monotonic() < deadline, f"{mid} was never routed"
+            time.sleep(0.05)
 
 
 def _wait_lookups(graph: FakeGraphServer, media_id: str, count: int = 1, timeout: float = 15.0) -> None:
