@@ -12,7 +12,7 @@ from console_harness import ServedGateway, fresh_get
 from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, clean_env, start_serve
 
 from mogateway.core import totp
-from mogateway.testing.recorder import CallbackRecorder
+from mogateway.testing.recorder import Answer, CallbackRecorder
 
 from .portal_harness import accept, csrf_of, invite, sign_in, tenant, turn_totp_on
 
@@ -167,6 +167,39 @@ def test_test_my_endpoint_sends_a_whatsapp_clients_callback_as_production_does(
     assert call.headers["x-mogateway-message-id"].startswith("test-")
     # nothing stored, nothing replied
     assert gw.admin("GET", "/v1/messages", params={"shortcode": "919876543210"}).json()["messages"] == []
+
+
+def test_test_my_endpoint_shows_the_answers_headers_escaped_and_masked(
+    gw: ServedGateway, app: CallbackRecorder
+) -> None:
+    a = tenant(gw, app.url, "Alpha", "56767", mos=0)
+    assert a.admin is not None
+    csrf = csrf_of(a.admin.get("/portal/callback").text)
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    app.then(
+        Answer.text(
+            "Thanks",
+            headers=(
+                ("X-Request-Id", "req-4711"),
+                ("X-Hostile", hostile),
+                ("Set-Cookie", "sid=cookie-secret-value; Path=/; HttpOnly"),
+                ("X-Api-Key", "key-secret-value"),
+                ("WWW-Authenticate", 'Bearer realm="auth-secret-value"'),
+            ),
+        )
+    )
+    shown = a.admin.post("/portal/callback/test", data={"csrf": csrf, "message": "HI"})
+    assert shown.status_code == 200 and 'data-outcome="reply"' in shown.text
+    headers = shown.text.split('id="answer-headers">')[1].split("</ul>")[0]
+    assert "<li>x-request-id: req-4711</li>" in headers
+    assert "<li>content-type: text/plain; charset=utf-8</li>" in headers
+    escaped = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+    assert f"<li>x-hostile: {escaped}</li>" in headers
+    assert "<script>" not in shown.text.split("</main>")[0].split('id="test-result"')[1]
+    assert "<li>set-cookie: sid=… (masked); Path=/; HttpOnly</li>" in headers
+    assert "<li>x-api-key: … (masked, 16 characters)</li>" in headers
+    assert "www-authenticate: … (masked" in headers
+    assert "secret-value" not in shown.text
 
 
 def test_the_portal_can_be_turned_off(tmp_path: Path) -> None:
