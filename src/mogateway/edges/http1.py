@@ -302,7 +302,7 @@ class _HeaderCapturingConnection(_Connection):
     """A connection that also keeps the answer's headers, within the capture's bound (module docstring).
 
     A subclass rather than a flag: httptools looks ``on_header`` up once per parser, so the dispatcher's
-    plain connections run exactly the code they ran before."""
+    plain connections do no work per header for a capture they never make."""
 
     def _reset(self) -> None:
         super()._reset()
