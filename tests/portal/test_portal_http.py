@@ -14,7 +14,7 @@ from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, clean_env,
 from mogateway.core import totp
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
-from .portal_harness import accept, csrf_of, invite, sign_in, tenant, turn_totp_on
+from .portal_harness import PASSWORD, accept, csrf_of, invite, sign_in, tenant, turn_totp_on
 
 
 def test_sign_in_with_totp_and_recovery_codes_cookie_flags_and_the_throttle(
@@ -44,6 +44,43 @@ def test_sign_in_with_totp_and_recovery_codes_cookie_flags_and_the_throttle(
         assert sign_in(gw.url, a.admin_email, password="wrong " * 3).status_code == 401
     locked = sign_in(gw.url, a.admin_email, code=codes[1])
     assert locked.status_code == 429 and "Too many failed sign-ins" in locked.text
+
+
+def test_rotating_addresses_against_one_account_is_throttled_too(tmp_path: Path) -> None:
+    from console_harness import served_gateway
+
+    def from_address(gw: ServedGateway, address: str, email: str, password: str) -> httpx.Response:
+        """A sign-in as a browser at ``address`` would make it, through the trusted proxy on loopback."""
+        with httpx.Client(base_url=gw.url, timeout=20, headers={"x-forwarded-for": address}) as browser:
+            csrf = csrf_of(browser.get("/portal/login").text)
+            return browser.post(
+                "/portal/login", data={"csrf": csrf, "email": email, "password": password, "code": ""}
+            )
+
+    with (
+        CallbackRecorder.in_thread(Answer.text("ok")) as app,
+        served_gateway(tmp_path / "gw", trusted_proxies="127.0.0.1") as gw,
+    ):
+        a = tenant(gw, app.url, "Alpha", "56767", mos=0)
+        b = tenant(gw, app.url, "Bravo", "56999", mos=0)
+        # ten wrong passwords for Alpha's admin, each from another address: no address reaches its five
+        for n in range(10):
+            assert from_address(gw, f"203.0.113.{n}", a.admin_email, "wrong " * 3).status_code == 401
+        locked = from_address(gw, "203.0.113.200", a.admin_email.upper(), PASSWORD)
+        assert locked.status_code == 429 and "Too many failed sign-ins" in locked.text
+        # the account is throttled, not the addresses, nor another account
+        assert from_address(gw, "203.0.113.1", b.admin_email, PASSWORD).status_code == 303
+        # an address that failed five times is throttled for every account
+        for _ in range(5):
+            assert from_address(gw, "198.51.100.7", b.admin_email, "wrong " * 3).status_code == 401
+        assert from_address(gw, "198.51.100.7", b.admin_email, PASSWORD).status_code == 429
+        assert from_address(gw, "198.51.100.8", b.admin_email, PASSWORD).status_code == 303
+        log = gw.log()
+        by_account = [line for line in log.splitlines() if "throttled by account" in line]
+        by_address = [line for line in log.splitlines() if "throttled by address" in line]
+        assert len(by_account) == 1 and repr(a.admin_email) in by_account[0], log[-3000:]
+        assert len(by_address) == 1 and "198.51.100.7" in by_address[0], log[-3000:]
+        assert PASSWORD not in log
 
 
 def test_roles_sign_out_everywhere_and_an_operator_disabling_people(

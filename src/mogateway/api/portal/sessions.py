@@ -9,7 +9,13 @@ for the client portal's people, in tables of their own.
   their sessions at once, everywhere. "Sign out everywhere" ends every session of the person.
 * The CSRF token is an HMAC of the session id; flashes (a new token, shown once) are sealed under a key
   derived from the id, as the console's.
-* Failed sign-ins are throttled per address over every worker and node (5 per 5 minutes).
+* Failed sign-ins are throttled over every worker and node per address (5 per 5 minutes) and per
+  account, the e-mail address typed (10 per 5 minutes, from any addresses): an attacker who rotates
+  addresses against one person is slowed as much as one who does not. An account's failures are
+  counted whether or not the address belongs to anyone, so the throttle tells nothing about who has
+  an account; the journal keeps a SHA-256 of the typed address, not the address. The price is that
+  anyone can make one person wait up to 5 minutes, which is why the account's limit is the higher.
+  Each throttle, when it starts refusing, says so in one log line of its own kind.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import time
@@ -29,13 +36,17 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from mogateway.api.console.sessions import session_key
-from mogateway.core.portal_accounts import PortalUser
+from mogateway.core.portal_accounts import PortalUser, normalize_email
 from mogateway.core.portal_store import PortalStore
 
 __all__ = ["MAX_SESSIONS", "PortalSession", "PortalSessions", "PortalThrottle"]
 
 MAX_SESSIONS = 10_000
 _MAX_FAILURE_ROWS = 10_000
+#: An account's failures share the address's table; an address never starts with this.
+_ACCOUNT = "account:"
+
+log = logging.getLogger("mogateway.portal")
 
 
 def _derived(session_id: str, purpose: bytes) -> bytes:
@@ -129,8 +140,18 @@ def _open(session_id: str, stored: str) -> list[dict[str, Any]]:
     return flashes
 
 
+def account_key(email: str) -> str:
+    """The throttle's key of the account an e-mail address names (whether or not it exists)."""
+    try:
+        email = normalize_email(email)
+    except ValueError:
+        email = email.strip().lower()
+    return _ACCOUNT + hashlib.sha256(email.encode("utf-8", "replace")).hexdigest()
+
+
 class PortalThrottle:
-    """At most ``per_address`` failed portal sign-ins per address per ``window_s``, over every worker."""
+    """At most ``per_address`` failed portal sign-ins per address, and ``per_account`` per account (the
+    e-mail address typed), per ``window_s``, over every worker (module docstring)."""
 
     def __init__(
         self,
@@ -138,19 +159,47 @@ class PortalThrottle:
         per_address: int = 5,
         window_s: float = 300.0,
         clock: Callable[[], float] = time.time,
+        per_account: int = 10,
     ) -> None:
         self.per_address = per_address
+        self.per_account = per_account
         self.window_s = window_s
         self._store = store
         self._clock = clock
 
-    async def wait_s(self, address: str) -> float:
+    async def wait_s(self, address: str, email: str) -> float:
+        """How long a sign-in from ``address`` as ``email`` must wait (0: it may try now)."""
         now = self._clock()
-        count, oldest = await self._store.signin_failures(address, now - self.window_s)
-        if count < self.per_address or oldest is None:
+        by_address = await self._wait(address, self.per_address, now)
+        by_account = await self._wait(account_key(email), self.per_account, now)
+        return max(by_address, by_account)
+
+    async def _wait(self, key: str, limit: int, now: float) -> float:
+        count, oldest = await self._store.signin_failures(key, now - self.window_s)
+        if count < limit or oldest is None:
             return 0.0
         return max(oldest + self.window_s - now, 0.001)
 
-    async def failed(self, address: str) -> None:
+    async def failed(self, address: str, email: str) -> None:
+        """Count a failed sign-in against both; log when one of them starts refusing."""
         now = self._clock()
-        await self._store.add_signin_failure(address, now, now - self.window_s, _MAX_FAILURE_ROWS)
+        since = now - self.window_s
+        account = account_key(email)
+        for key in (address, account):
+            await self._store.add_signin_failure(key, now, since, _MAX_FAILURE_ROWS)
+        if (await self._store.signin_failures(address, since))[0] == self.per_address:
+            log.warning(
+                "portal sign-in throttled by address: %d failed sign-ins from %s within %d s; "
+                "its sign-ins wait",
+                self.per_address,
+                address,
+                self.window_s,
+            )
+        if (await self._store.signin_failures(account, since))[0] == self.per_account:
+            log.warning(
+                "portal sign-in throttled by account: %d failed sign-ins as %r within %d s, from any "
+                "address; its sign-ins wait",
+                self.per_account,
+                email.strip()[:100],
+                self.window_s,
+            )

@@ -74,13 +74,13 @@ async def signin(request: Request) -> Response:
     if not same_origin(request) or not expected or not same_secret(form.get("csrf", ""), expected):
         return _form(request, next_, "The sign-in form had expired. Please try again.", 403, email)
     address = request.client.host if request.client else "?"
-    wait = await state.throttle.wait_s(address)
+    wait = await state.throttle.wait_s(address, email)
     if wait > 0:
         message = f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds."
         return _form(request, next_, message, 429, email)
     user = await state.accounts.check_password(email, form.get("password", ""))
     if user is None or not await state.accounts.second_factor(user, form.get("code", "")):
-        await state.throttle.failed(address)
+        await state.throttle.failed(address, email)
         return _form(request, next_, _WRONG, 401, email)
     session = await state.sessions.create(user)
     response = redirect(safe_next(next_))
