@@ -1,5 +1,6 @@
-"""Portal sessions, CSRF tokens and the sign-in throttle: the console's rules (``api.console.sessions``)
-for the client portal's people, in tables of their own.
+"""Portal sessions, CSRF tokens and the sign-in throttle: the console's rules (``api.browser.sessions``,
+which both use, in the portal's scope: its cookies, paths and key label) for the client portal's
+people, in tables of their own.
 
 * A session is opened by signing in with an e-mail address, a password and (when it is on) a TOTP or
   recovery code. Its id is 256 random bits, in an HttpOnly, SameSite=Strict cookie scoped to
@@ -20,37 +21,34 @@ for the client portal's people, in tables of their own.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-from mogateway.api.console.sessions import session_key
+from mogateway.api.browser.sessions import (
+    PORTAL,
+    SignInThrottle,
+    csrf_token,
+    flash,
+    lookup_key,
+    open_flashes,
+    session_key,
+    take_flashes,
+)
 from mogateway.core.portal_accounts import PortalUser, normalize_email
 from mogateway.core.portal_store import PortalStore
 
-__all__ = ["MAX_SESSIONS", "PortalSession", "PortalSessions", "PortalThrottle"]
+__all__ = ["MAX_SESSIONS", "PortalSession", "PortalSessions", "PortalThrottle", "account_key"]
 
 MAX_SESSIONS = 10_000
-_MAX_FAILURE_ROWS = 10_000
 #: An account's failures share the address's table; an address never starts with this.
 _ACCOUNT = "account:"
 
 log = logging.getLogger("mogateway.portal")
-
-
-def _derived(session_id: str, purpose: bytes) -> bytes:
-    return hmac.new(session_id.encode("utf-8"), b"mogateway portal " + purpose, hashlib.sha256).digest()
 
 
 @dataclass(slots=True)
@@ -69,7 +67,7 @@ class PortalSession:
 
     @property
     def csrf(self) -> str:
-        return base64.urlsafe_b64encode(_derived(self.id, b"csrf")).decode("ascii").rstrip("=")
+        return csrf_token(PORTAL, self.id)
 
 
 class PortalSessions:
@@ -89,13 +87,16 @@ class PortalSessions:
         return session
 
     async def get(self, session_id: str | None) -> PortalSession | None:
-        if not session_id or len(session_id) > 100:
+        key = lookup_key(session_id)
+        if session_id is None or key is None:
             return None
-        found = await self._store.session(session_key(session_id), self._clock())
+        found = await self._store.session(key, self._clock())
         if found is None:
             return None
         user_id, client_id, expires_at, sealed = found
-        return PortalSession(session_id, user_id, client_id, expires_at, _open(session_id, sealed))
+        return PortalSession(
+            session_id, user_id, client_id, expires_at, open_flashes(PORTAL, session_id, sealed)
+        )
 
     async def end(self, session_id: str | None) -> None:
         if session_id:
@@ -106,38 +107,10 @@ class PortalSessions:
         return await self._store.end_user_sessions(user_id)
 
     async def flash(self, session: PortalSession, kind: str, text: str, **extra: Any) -> None:
-        session.flashes.append({"kind": kind, "text": text, **extra})
-        await self._store.set_flashes(session.key, _seal(session.id, session.flashes))
+        await flash(PORTAL, self._store, session, kind, text, **extra)
 
     async def take_flashes(self, session: PortalSession) -> list[dict[str, Any]]:
-        out, session.flashes = session.flashes, []
-        if out:
-            await self._store.set_flashes(session.key, "")
-        return out
-
-
-def _box(session_id: str) -> AESGCM:
-    return AESGCM(_derived(session_id, b"flashes"))
-
-
-def _seal(session_id: str, flashes: list[dict[str, Any]]) -> str:
-    if not flashes:
-        return ""
-    nonce = os.urandom(12)
-    sealed = _box(session_id).encrypt(nonce, orjson.dumps(flashes), session_key(session_id).encode())
-    return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
-
-
-def _open(session_id: str, stored: str) -> list[dict[str, Any]]:
-    if not stored:
-        return []
-    try:
-        raw = base64.urlsafe_b64decode(stored)
-        plain = _box(session_id).decrypt(raw[:12], raw[12:], session_key(session_id).encode())
-    except (InvalidTag, ValueError):
-        return []
-    flashes: list[dict[str, Any]] = orjson.loads(plain)
-    return flashes
+        return await take_flashes(self._store, session)
 
 
 def account_key(email: str) -> str:
@@ -164,30 +137,17 @@ class PortalThrottle:
         self.per_address = per_address
         self.per_account = per_account
         self.window_s = window_s
-        self._store = store
-        self._clock = clock
+        self._by_address = SignInThrottle(store, per_address, window_s, clock)
+        self._by_account = SignInThrottle(store, per_account, window_s, clock)
 
     async def wait_s(self, address: str, email: str) -> float:
         """How long a sign-in from ``address`` as ``email`` must wait (0: it may try now)."""
-        now = self._clock()
-        by_address = await self._wait(address, self.per_address, now)
-        by_account = await self._wait(account_key(email), self.per_account, now)
-        return max(by_address, by_account)
-
-    async def _wait(self, key: str, limit: int, now: float) -> float:
-        count, oldest = await self._store.signin_failures(key, now - self.window_s)
-        if count < limit or oldest is None:
-            return 0.0
-        return max(oldest + self.window_s - now, 0.001)
+        by_address = await self._by_address.wait_s(address)
+        return max(by_address, await self._by_account.wait_s(account_key(email)))
 
     async def failed(self, address: str, email: str) -> None:
         """Count a failed sign-in against both; log when one of them starts refusing."""
-        now = self._clock()
-        since = now - self.window_s
-        account = account_key(email)
-        for key in (address, account):
-            await self._store.add_signin_failure(key, now, since, _MAX_FAILURE_ROWS)
-        if (await self._store.signin_failures(address, since))[0] == self.per_address:
+        if await self._by_address.failed(address):
             log.warning(
                 "portal sign-in throttled by address: %d failed sign-ins from %s within %d s; "
                 "its sign-ins wait",
@@ -195,7 +155,7 @@ class PortalThrottle:
                 address,
                 self.window_s,
             )
-        if (await self._store.signin_failures(account, since))[0] == self.per_account:
+        if await self._by_account.failed(account_key(email)):
             log.warning(
                 "portal sign-in throttled by account: %d failed sign-ins as %r within %d s, from any "
                 "address; its sign-ins wait",
