@@ -4,10 +4,13 @@ callback URL's SSRF rule, and the bearer token's overlap on the real callback pa
 
 from __future__ import annotations
 
+import html as html_lib
+import re
 import time
 from pathlib import Path
 
 import httpx
+import segno
 from console_harness import ServedGateway, fresh_get
 from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, clean_env, start_serve
 
@@ -237,6 +240,54 @@ def test_test_my_endpoint_shows_the_answers_headers_escaped_and_masked(
     assert "<li>x-api-key: … (masked, 16 characters)</li>" in headers
     assert "www-authenticate: … (masked" in headers
     assert "secret-value" not in shown.text
+
+
+def _dark_cells(svg: str) -> set[tuple[int, int]]:
+    """The dark modules an inline SVG QR code draws (segno's dark path: horizontal runs a module high,
+    after a quiet zone of 4 modules; the white square under it is another path)."""
+    d = re.search(r' stroke="#000" d="([^"]+)"', svg)
+    assert d, svg[:300]
+    x = y = 0.0
+    cells = set()
+    for op, a, b in re.findall(r"([Mmh])(-?[\d.]+)(?: (-?[\d.]+))?", d[1]):
+        if op == "M":
+            x, y = float(a), float(b)
+        elif op == "m":
+            x, y = x + float(a), y + float(b)
+        else:
+            cells |= {(int(y - 0.5) - 4, int(x) + n - 4) for n in range(int(a))}
+            x += float(a)
+    return cells
+
+
+def test_the_totp_key_is_shown_as_a_qr_code_drawn_in_the_page(
+    gw: ServedGateway, app: CallbackRecorder
+) -> None:
+    a = tenant(gw, app.url, "Alpha", "56767", mos=0)
+    assert a.admin is not None
+    page = a.admin.get("/portal/account").text
+    started = a.admin.post("/portal/account/totp/start", data={"csrf": csrf_of(page)}).text
+    uri = html_lib.unescape(re.search(r'<p class="small uri"><a href="([^"]+)"', started)[1])  # type: ignore[index]
+    assert uri.startswith("otpauth://totp/") and "secret=" in uri
+    svg = re.search(r'<div class="qr-code">(<svg .*?</svg>)</div>', started, re.S)
+    assert svg, started[:3000]
+    assert 'role="img" aria-label="QR code for your authenticator app"' in svg[1]
+    assert "<script" not in svg[1] and "href" not in svg[1] and "<image" not in svg[1]  # drawn, not fetched
+    matrix = segno.make(uri, error="m", micro=False).matrix  # what a scanner reads back: the link's data
+    expected = {(r, c) for r, row in enumerate(matrix) for c, dark in enumerate(row) if dark}
+    assert _dark_cells(svg[1]) == expected
+    # the app's code for that key turns it on, as before (the QR code changes nothing else)
+    secret = re.search(r"secret=([A-Z2-7]+)", uri)
+    assert secret is not None
+    done = a.admin.post(
+        "/portal/account/totp",
+        data={
+            "csrf": csrf_of(started),
+            "secret": secret[1],
+            "code": totp.totp(totp.from_base32(secret[1]), time.time()),
+        },
+    )
+    assert done.status_code == 303
 
 
 def test_the_portal_can_be_turned_off(tmp_path: Path) -> None:
