@@ -3,7 +3,6 @@ the people of their team."""
 
 from __future__ import annotations
 
-import segno
 from fastapi import APIRouter, Request
 from markupsafe import Markup
 from starlette.responses import Response
@@ -19,7 +18,12 @@ router = APIRouter(prefix="/portal", include_in_schema=False, route_class=Portal
 def qr_svg(uri: str) -> Markup:
     """The ``otpauth://`` URI as a QR code an authenticator app scans: inline SVG drawn here (segno), so
     the key never leaves the page for an image service, and the page needs no script or network.
-    Dark on white whatever the page's colours, with a quiet zone, as scanners want."""
+    Dark on white whatever the page's colours, with a quiet zone, as scanners want.
+
+    segno is imported here, on the first enrolment, not with the portal: about 50 ms of every worker's
+    start for a page few people open (``python -X importtime -c "import segno"``)."""
+    import segno
+
     code = segno.make(uri, error="m", micro=False)
     svg = code.svg_inline(
         scale=4,
