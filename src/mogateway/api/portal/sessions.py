@@ -149,7 +149,7 @@ class PortalThrottle:
         """Count a failed sign-in against both; log when one of them starts refusing."""
         if await self._by_address.failed(address):
             log.warning(
-                "portal sign-in throttled by address: %d failed sign-ins from %s within %d s; "
+                "portal sign-in throttled by address: %d failed sign-ins from %r within %d s; "
                 "its sign-ins wait",
                 self.per_address,
                 address,
