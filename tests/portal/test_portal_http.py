@@ -240,6 +240,15 @@ def test_test_my_endpoint_shows_the_answers_headers_escaped_and_masked(
     assert "<li>x-api-key: … (masked, 16 characters)</li>" in headers
     assert "www-authenticate: … (masked" in headers
     assert "secret-value" not in shown.text
+    # an answer that is no reply: its status, headers and body as it came, escaped
+    app.then(Answer.with_status(500, b"<h1>Internal error</h1>", headers=(("Retry-After", "120"),)))
+    failed = a.admin.post("/portal/callback/test", data={"csrf": csrf, "message": "HI"})
+    assert 'data-outcome="http_error"' in failed.text and '<dd data-figure="status">500</dd>' in failed.text
+    assert (
+        '<pre class="mono small" data-figure="raw-body">&lt;h1&gt;Internal error&lt;/h1&gt;</pre>'
+        in failed.text
+    )
+    assert "<li>retry-after: 120</li>" in failed.text
 
 
 def _dark_cells(svg: str) -> set[tuple[int, int]]:

@@ -36,6 +36,8 @@ router = APIRouter(prefix="/portal", include_in_schema=False, route_class=Portal
 _TEST_MSISDN = "919000000000"
 #: Answer headers whose values are masked: credentials by any usual name.
 _SECRET_HEADER = re.compile(r"auth|token|secret|passw|session|cookie|api-?key|credential|signature")
+#: Characters of an answer that is not a reply shown as it came (an error page, a JSON error).
+_SHOWN_BODY = 4000
 
 
 @router.get("/callback")
@@ -86,6 +88,12 @@ def _masked_answer(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]
             value = f"… (masked, {len(value)} characters)"
         out.append((name, value))
     return out
+
+
+def _raw_body(answer: RawAnswer) -> str:
+    """An answer that does not become a reply, as text to show (cut): what the endpoint said instead."""
+    text = answer.body.decode("utf-8", "replace")
+    return text if len(text) <= _SHOWN_BODY else text[:_SHOWN_BODY] + f" … ({len(text) - _SHOWN_BODY} more)"
 
 
 class _KeepsAnswer:
@@ -157,6 +165,7 @@ async def test_endpoint(request: Request) -> Response:
             answer_headers=_masked_answer(answer.headers) if answer is not None else [],
             answer_headers_left_out=answer.headers_left_out if answer is not None else 0,
             header_bound=(MAX_CAPTURED_HEADERS, MAX_CAPTURED_HEADER_BYTES // 1024),
+            raw_body=_raw_body(answer) if answer is not None and not outcome.sends_reply else "",
             url=client.callback_url,
             request_headers=_masked(headers),
             request_body=body.decode("utf-8"),
