@@ -13,7 +13,7 @@ import trustme
 from mogateway.core.callback_url import UrlRefused
 from mogateway.core.contract import MAX_RESPONSE_BYTES
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFailed
-from mogateway.edges.http1 import Http1Client
+from mogateway.edges.http1 import MAX_CAPTURED_HEADER_BYTES, MAX_CAPTURED_HEADERS, Http1Client
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -313,3 +313,42 @@ async def test_answers_are_acknowledged_at_once_on_a_kept_alive_connection(serve
         assert mode == 1
     elif mode == 1:
         pytest.skip("this kernel did not delay ACKs on the connection: the control shows nothing")
+
+
+async def test_headers_are_captured_only_when_asked_and_within_the_bound(serve) -> None:
+    extra = b"X-Request-Id: abc-123\r\nset-cookie: sid=s3cret; HttpOnly\r\n"
+    srv = await serve(keep_alive_answers(b"OK", extra))
+    url = f"http://127.0.0.1:{srv.port}/"
+    plain = Http1Client(allow_private=True)
+    answer = await plain.post(url, b"", {})
+    await plain.close()
+    assert answer.body == b"OK" and answer.headers == () and answer.headers_left_out == 0
+    capturing = Http1Client(allow_private=True, capture_headers=True)
+    for _ in range(2):  # the capture starts again for each answer on a kept-alive connection
+        answer = await capturing.post(url, b"", {})
+        assert answer.headers == (
+            ("content-type", "text/plain"),
+            ("x-request-id", "abc-123"),
+            ("set-cookie", "sid=s3cret; HttpOnly"),
+            ("content-length", "2"),
+        )
+        assert answer.headers_left_out == 0 and answer.body == b"OK"
+    await capturing.close()
+    assert srv.connections == 2  # one per client: the capturing one reused its connection
+
+
+async def test_a_header_capture_keeps_at_most_its_count_and_its_size(serve) -> None:
+    many = b"".join(b"x-h%d: %d\r\n" % (n, n) for n in range(MAX_CAPTURED_HEADERS + 10))
+    big = b"x-big: " + b"v" * MAX_CAPTURED_HEADER_BYTES + b"\r\nx-after: small\r\n"
+    client = Http1Client(allow_private=True, capture_headers=True)
+    by_count = await serve(keep_alive_answers(b"OK", many))
+    answer = await client.post(f"http://127.0.0.1:{by_count.port}/", b"", {})
+    assert len(answer.headers) == MAX_CAPTURED_HEADERS and answer.body == b"OK"
+    assert answer.headers[1] == ("x-h0", "0")
+    assert answer.headers_left_out == 1 + 10 + 1  # content-type came first; then 10 more and the length
+    by_size = await serve(keep_alive_answers(b"OK", big))
+    answer = await client.post(f"http://127.0.0.1:{by_size.port}/", b"", {})
+    assert [name for name, _ in answer.headers] == ["content-type", "x-after", "content-length"]
+    assert answer.headers_left_out == 1
+    assert sum(len(n) + len(v) for n, v in answer.headers) <= MAX_CAPTURED_HEADER_BYTES
+    await client.close()

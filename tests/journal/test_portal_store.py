@@ -49,8 +49,15 @@ async def test_every_client_read_is_filtered_by_the_client_in_sql(journal: Journ
     assert await store.client_history("cl_a", "b0") is None  # another client's message: as if absent
     found = await store.client_history("cl_b", "b0")
     assert found is not None and found[0].id == "b0" and len(found[1]) >= 2
-    traffic = await store.client_traffic("cl_a", now - 60, now + 1)
-    assert traffic == [("56767", "sms", "replied", 3)] or traffic == [("56767", "sms", "answered", 3)]
+    a1 = await store.client_history("cl_a", "a1")
+    assert a1 is not None
+    recent = a1[0].message.received_at  # a0 and a1 were received in the recent part, a2 before it
+    (row,) = (await store.client_traffic("cl_a", now - 60, recent, now + 1)).states
+    assert row in (("56767", "sms", "replied", 3, 2), ("56767", "sms", "answered", 3, 2))
+    (row,) = (await store.client_traffic("cl_b", now - 60, recent, now + 1)).states
+    assert row[3:] == (2, 2)
+    # a recent part that begins before the window is cut at the window's start
+    assert (await store.client_traffic("cl_a", now - 1.5, now - 60, now + 1)).states[0][3:] == (2, 2)
     assert await store.client_count("cl_b", now - 60, now + 1) == 2
     page = await store.client_page("cl_a", now - 60, now + 1, None, 2)
     rest = await store.client_page("cl_a", now - 60, now + 1, (page[-1].message.received_at, page[-1].id), 2)

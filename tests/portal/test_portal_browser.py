@@ -100,6 +100,7 @@ def test_the_portal_in_chromium(
     expect(result.locator("[data-outcome]")).to_have_text("reply")
     expect(result.locator('[data-figure="would-reply"]')).to_contain_text("yes")
     expect(result.locator('[data-figure="reply"]')).to_have_text("Thanks for your vote")
+    expect(result.locator("#answer-headers")).to_contain_text("content-type: text/plain; charset=utf-8")
     assert app.calls[-1].headers["authorization"] == f"Bearer {client['token']}"
     shot(page, "callback")
 

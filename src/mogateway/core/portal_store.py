@@ -6,12 +6,26 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from mogateway.core.immutable import immutable
 from mogateway.core.portal_accounts import AuditEntry, PortalUser
 from mogateway.core.ports import MessageFilter, MessageRecord
 from mogateway.core.timeline import Event
 
-__all__ = ["PortalStore"]
+__all__ = ["ClientTraffic", "PortalStore"]
 
+
+@immutable
+class ClientTraffic:
+    """One client's traffic in two nested windows, read at one moment: [since, until) and the recent
+    part of it, [recent_since, until) (the Overview's "today" and "last hour").
+
+    Both windows come from one snapshot of the journal, so every recent count is at most its whole
+    one: read at two moments, a message arriving in between was in the last hour but not in today."""
+
+    #: (shortcode or WhatsApp number, channel, state, count in the window, count in the recent part)
+    states: list[tuple[str, str, str, int, int]]
+    #: per-minute figure kind (outcomes, latency bins) -> (count in the window, in the recent part)
+    figures: dict[str, tuple[int, int]]
 
 
 class PortalStore(Protocol):
@@ -110,14 +124,10 @@ class PortalStore(Protocol):
         ...
 
     async def client_traffic(
-        self, client_id: str, since: float, until: float
-    ) -> list[tuple[str, str, str, int]]:
-        """(shortcode or WhatsApp number, channel, state, count) of ``client_id``'s messages received
-        in [since, until)."""
-        ...
-
-    async def client_stats(self, client_id: str, since: int, until: int) -> dict[str, int]:
-        """kind -> count of ``client_id``'s per-minute figures (outcomes, latency bins) in [since, until)."""
+        self, client_id: str, since: float, recent_since: float, until: float
+    ) -> ClientTraffic:
+        """``client_id``'s messages (received in the window) and per-minute figures in [since, until)
+        and in [max(since, recent_since), until), from one snapshot of the journal."""
         ...
 
     async def client_page(

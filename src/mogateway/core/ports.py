@@ -457,13 +457,19 @@ class WorkQueue(Protocol):
 
 @immutable
 class RawAnswer:
-    """An application's answer as it came: status, content type, at most the capped body."""
+    """An application's answer as it came: status, content type, at most the capped body.
+
+    ``headers`` (name lowercased, value as sent, in order) are kept only by a transport asked to capture
+    them (``Http1Client(capture_headers=True)``: the portal's "test my endpoint"); the dispatcher's
+    answers carry none. ``headers_left_out`` counts the headers a capture's bound did not keep."""
 
     status: int
     content_type: str | None
     body: bytes
     oversized: bool
     content_encoding: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    headers_left_out: int = 0
 
 
 class TransportError(Exception):

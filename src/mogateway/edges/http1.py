@@ -11,6 +11,10 @@ exactly what the callback contract needs and nothing else:
 * At most ``max_body`` bytes of an answer are kept; a larger answer is reported as oversized and its
   connection closed.
 * Redirects are never followed; there are no cookies.
+* The answer's headers are read for framing, content type and coding only, unless the client is made with
+  ``capture_headers=True`` (the portal's "test my endpoint", which shows them): then at most
+  :data:`MAX_CAPTURED_HEADERS` headers of at most :data:`MAX_CAPTURED_HEADER_BYTES` in all are kept, and
+  the rest counted. The dispatcher's connections are another class, so the capture costs it nothing.
 * Host names are resolved with the event loop's resolver (or the one given; cached briefly) and every
   address is checked by :func:`mogateway.edges.urlguard.address_allowed` before connecting — the
   connect-time half of the SSRF guard, which also covers DNS rebinding.
@@ -62,7 +66,18 @@ from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFaile
 from mogateway.edges.urlguard import Resolver, system_resolver
 from mogateway.service.running_loop import RunningLoop
 
-__all__ = ["Http1Client", "RequestProgress", "tls_context"]
+__all__ = [
+    "MAX_CAPTURED_HEADERS",
+    "MAX_CAPTURED_HEADER_BYTES",
+    "Http1Client",
+    "RequestProgress",
+    "tls_context",
+]
+
+#: What a capture of an answer's headers keeps at most (``capture_headers=True``): a page shows them,
+#: and an endpoint that answers a thousand headers must not make the page (or the worker) huge.
+MAX_CAPTURED_HEADERS = 64
+MAX_CAPTURED_HEADER_BYTES = 16 * 1024
 
 _DNS_TTL_S = 30.0
 _IDLE_KEEP_S = 15.0
@@ -238,18 +253,19 @@ class _Connection(asyncio.Protocol):
 
     # ---------------------------------------------------------------- requests
 
+    def _answer(self) -> RawAnswer:
+        return RawAnswer(
+            self._status,
+            self._content_type,
+            b"" if self._oversized else b"".join(self._chunks),
+            self._oversized,
+            self._content_encoding,
+        )
+
     def _finish(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(
-                RawAnswer(
-                    self._status,
-                    self._content_type,
-                    b"" if self._oversized else b"".join(self._chunks),
-                    self._oversized,
-                    self._content_encoding,
-                )
-            )
+            waiter.set_result(self._answer())
 
     def _fail(self, exc: Exception) -> None:
         waiter = self._waiter
@@ -282,6 +298,43 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
+class _HeaderCapturingConnection(_Connection):
+    """A connection that also keeps the answer's headers, within the capture's bound (module docstring).
+
+    A subclass rather than a flag: httptools looks ``on_header`` up once per parser, so the dispatcher's
+    plain connections do no work per header for a capture they never make."""
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._captured: list[tuple[str, str]] = []
+        self._captured_bytes = 0
+        self._left_out = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        size = len(name) + len(value)
+        if (
+            len(self._captured) >= MAX_CAPTURED_HEADERS
+            or self._captured_bytes + size > MAX_CAPTURED_HEADER_BYTES
+        ):
+            self._left_out += 1
+            return
+        self._captured_bytes += size
+        self._captured.append((name.decode("latin-1").lower(), value.decode("latin-1")))
+
+    def _answer(self) -> RawAnswer:
+        plain = super()._answer()
+        return RawAnswer(
+            plain.status,
+            plain.content_type,
+            plain.body,
+            plain.oversized,
+            plain.content_encoding,
+            tuple(self._captured),
+            self._left_out,
+        )
+
+
 class Http1Client:
     """Keep-alive HTTP/1.1 ``POST`` for callbacks. One instance per gateway; close it on shutdown."""
 
@@ -294,8 +347,10 @@ class Http1Client:
         resolve: Resolver = system_resolver,
         quick_ack: bool = True,
         retry_stale: bool = True,
+        capture_headers: bool = False,
     ) -> None:
         self._allow_private = allow_private
+        self._connection_class = _HeaderCapturingConnection if capture_headers else _Connection
         self._retry_stale = retry_stale
         self._quick_ack = quick_ack
         self._resolve = resolve
@@ -405,7 +460,7 @@ class Http1Client:
         for family, address in await self._addresses(target.host, target.port):
             try:
                 _, conn = await loop.create_connection(
-                    lambda: _Connection(self._max_body, self._quick_ack),
+                    lambda: self._connection_class(self._max_body, self._quick_ack),
                     address,
                     target.port,
                     family=family,

@@ -39,6 +39,37 @@ _OUTCOMES = ("reply", "blank", "timeout", "http_error", "bad_response", "failed"
 UrlCheck = Callable[[str], Awaitable[Any]]
 
 
+def _figures(rows: list[tuple[str, str, str, int]], figures: dict[str, int]) -> dict[str, Any]:
+    """One window's Overview figures from its (number, channel, state, count) rows and per-minute
+    figures."""
+    by_number: dict[tuple[str, str], dict[str, int]] = {}
+    states: dict[str, int] = {}
+    for number, channel, state, n in rows:
+        entry = by_number.setdefault((number, channel), {})
+        entry[state] = entry.get(state, 0) + n
+        states[state] = states.get(state, 0) + n
+    bins = {k[len(_LATENCY) :]: n for k, n in figures.items() if k.startswith(_LATENCY)}
+    replied = [s.value for s in REPLIED_STATES]
+    return {
+        "mo_in": sum(states.values()),
+        "replies": sum(states.get(s, 0) for s in replied),
+        "states": states,
+        "outcomes": {k: figures.get(k, 0) for k in _OUTCOMES},
+        "p50_ms": percentile_ms(bins, 0.5),
+        "p99_ms": percentile_ms(bins, 0.99),
+        "by_number": [
+            {
+                "number": number,
+                "channel": channel,
+                "mo_in": sum(counts.values()),
+                "replies": sum(counts.get(s, 0) for s in replied),
+                "states": counts,
+            }
+            for (number, channel), counts in sorted(by_number.items())
+        ],
+    }
+
+
 class CredentialError(ValueError):
     """A change the scope refuses (the message says why, in the API's words)."""
 
@@ -100,37 +131,20 @@ class ClientScope:
 
     # ------------------------------------------------------------------ figures
 
-    async def traffic(self, since: float, until: float) -> dict[str, Any]:
+    async def traffic(
+        self, since: float, recent_since: float, until: float
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """MO in, replies, states by shortcode/number and channel; outcomes and callback latency from
-        the per-minute figures, for [since, until)."""
-        rows = await self._store.client_traffic(self.client_id, since, until)
-        by_number: dict[tuple[str, str], dict[str, int]] = {}
-        states: dict[str, int] = {}
-        for number, channel, state, n in rows:
-            entry = by_number.setdefault((number, channel), {})
-            entry[state] = entry.get(state, 0) + n
-            states[state] = states.get(state, 0) + n
-        figures = await self._store.client_stats(self.client_id, int(since // 60 * 60), int(until))
-        bins = {k[len(_LATENCY) :]: n for k, n in figures.items() if k.startswith(_LATENCY)}
-        replied = [s.value for s in REPLIED_STATES]
-        return {
-            "mo_in": sum(states.values()),
-            "replies": sum(states.get(s, 0) for s in replied),
-            "states": states,
-            "outcomes": {k: figures.get(k, 0) for k in _OUTCOMES},
-            "p50_ms": percentile_ms(bins, 0.5),
-            "p99_ms": percentile_ms(bins, 0.99),
-            "by_number": [
-                {
-                    "number": number,
-                    "channel": channel,
-                    "mo_in": sum(counts.values()),
-                    "replies": sum(counts.get(s, 0) for s in replied),
-                    "states": counts,
-                }
-                for (number, channel), counts in sorted(by_number.items())
-            ],
-        }
+        the per-minute figures: for [since, until) and for its recent part [max(since, recent_since),
+        until), both from one read (``core.portal_store.ClientTraffic``: the recent figures never
+        exceed the whole window's)."""
+        read = await self._store.client_traffic(self.client_id, since, recent_since, until)
+        whole = _figures([row[:4] for row in read.states], {k: n for k, (n, _) in read.figures.items()})
+        recent = _figures(
+            [(*row[:3], row[4]) for row in read.states if row[4]],
+            {k: n for k, (_, n) in read.figures.items() if n},
+        )
+        return whole, recent
 
     # ------------------------------------------------------------------ reports
 

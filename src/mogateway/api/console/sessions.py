@@ -1,4 +1,6 @@
-"""Console sessions, CSRF tokens and the sign-in throttle.
+"""Console sessions, CSRF tokens and the sign-in throttle. What the portal's sessions share with these
+(ids, cookies, CSRF tokens, flashes, the throttle) is written once, in ``api.browser.sessions``; here is what
+is the console's own.
 
 Rules:
 
@@ -35,20 +37,26 @@ Rules:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
+from mogateway.api.browser.sessions import (
+    CONSOLE,
+    SignInThrottle,
+    csrf_token,
+    derived,
+    flash,
+    lookup_key,
+    open_flashes,
+    same_secret,
+    session_key,
+    take_flashes,
+)
 from mogateway.core.ports import ConsoleSessionStore
 
 __all__ = [
@@ -62,34 +70,13 @@ __all__ = [
 ]
 
 MAX_SESSIONS = 10_000
-_MAX_FAILURE_ROWS = 10_000
-
-
-def same_secret(given: str, expected: str) -> bool:
-    """Constant-time comparison that does not reveal the expected value's length either."""
-    return hmac.compare_digest(
-        hashlib.sha256(given.encode("utf-8")).digest(), hashlib.sha256(expected.encode("utf-8")).digest()
-    )
-
-
-def session_key(session_id: str) -> str:
-    """What the journal keeps a session under: the SHA-256 of its id (hex)."""
-    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
-
-
-def _derived(session_id: str, purpose: bytes) -> bytes:
-    return hmac.new(session_id.encode("utf-8"), b"mogateway console " + purpose, hashlib.sha256).digest()
 
 
 def token_tag(session_id: str, admin_token: str) -> str:
     """What binds a session to the admin token it was opened with: an HMAC of the token under a key
     derived from the session id (hex)."""
-    key = _derived(session_id, b"admin token")
+    key = derived(CONSOLE, session_id, b"admin token")
     return hmac.new(key, admin_token.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def _csrf_of(session_id: str) -> str:
-    return base64.urlsafe_b64encode(_derived(session_id, b"csrf")).decode("ascii").rstrip("=")
 
 
 @dataclass(slots=True)
@@ -107,7 +94,7 @@ class Session:
 
     @property
     def csrf(self) -> str:
-        return _csrf_of(self.id)
+        return csrf_token(CONSOLE, self.id)
 
 
 class SessionStore:
@@ -134,9 +121,9 @@ class SessionStore:
         return session
 
     async def get(self, session_id: str | None) -> Session | None:
-        if not session_id or len(session_id) > 100:
+        key = lookup_key(session_id)
+        if session_id is None or key is None:
             return None
-        key = session_key(session_id)
         found = await self._store.session(key, self._clock())
         if found is None:
             return None
@@ -144,7 +131,7 @@ class SessionStore:
         if not hmac.compare_digest(tag, token_tag(session_id, self._admin_token())):
             await self._store.end_session(key)  # opened with another admin token: gone for good
             return None
-        return Session(session_id, expires_at, _open_flashes(session_id, sealed))
+        return Session(session_id, expires_at, open_flashes(CONSOLE, session_id, sealed))
 
     async def end(self, session_id: str | None) -> None:
         if session_id:
@@ -156,65 +143,8 @@ class SessionStore:
 
     async def flash(self, session: Session, kind: str, text: str, **extra: Any) -> None:
         """Keep a message for the session's next page (whichever worker serves it)."""
-        session.flashes.append({"kind": kind, "text": text, **extra})
-        await self._store.set_flashes(session.key, _seal_flashes(session.id, session.flashes))
+        await flash(CONSOLE, self._store, session, kind, text, **extra)
 
     async def take_flashes(self, session: Session) -> list[dict[str, Any]]:
         """The messages kept for this page, forgotten as they are shown."""
-        out, session.flashes = session.flashes, []
-        if out:
-            await self._store.set_flashes(session.key, "")
-        return out
-
-
-def _box(session_id: str) -> AESGCM:
-    return AESGCM(_derived(session_id, b"flashes"))
-
-
-def _seal_flashes(session_id: str, flashes: list[dict[str, Any]]) -> str:
-    if not flashes:
-        return ""
-    nonce = os.urandom(12)
-    sealed = _box(session_id).encrypt(nonce, orjson.dumps(flashes), session_key(session_id).encode())
-    return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
-
-
-def _open_flashes(session_id: str, stored: str) -> list[dict[str, Any]]:
-    if not stored:
-        return []
-    try:
-        raw = base64.urlsafe_b64decode(stored)
-        plain = _box(session_id).decrypt(raw[:12], raw[12:], session_key(session_id).encode())
-    except (InvalidTag, ValueError):
-        return []  # altered, or written by something else: nothing to show
-    flashes: list[dict[str, Any]] = orjson.loads(plain)
-    return flashes
-
-
-class SignInThrottle:
-    """At most ``per_address`` failed sign-ins per client address per ``window_s``, over every worker
-    and node (the failures are counted in the journal)."""
-
-    def __init__(
-        self,
-        store: ConsoleSessionStore,
-        per_address: int = 5,
-        window_s: float = 300.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.per_address = per_address
-        self.window_s = window_s
-        self._store = store
-        self._clock = clock
-
-    async def wait_s(self, address: str) -> float:
-        """0 when ``address`` may try now, else the seconds until it may."""
-        now = self._clock()
-        count, oldest = await self._store.signin_failures(address, now - self.window_s)
-        if count < self.per_address or oldest is None:
-            return 0.0
-        return max(oldest + self.window_s - now, 0.001)
-
-    async def failed(self, address: str) -> None:
-        now = self._clock()
-        await self._store.add_signin_failure(address, now, now - self.window_s, _MAX_FAILURE_ROWS)
+        return await take_flashes(self._store, session)

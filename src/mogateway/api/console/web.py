@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode
 
 import httpx
 from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import RedirectResponse, Response
 
+from mogateway.api.browser.sessions import CONSOLE, same_origin
 from mogateway.api.console.render import html
 from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
 from mogateway.core.ids import not_an_id, what_id
@@ -48,15 +49,13 @@ __all__ = [
     "read_form",
     "redirect",
     "refused",
-    "safe_next",
-    "same_origin",
     "session_of",
     "split_words",
     "state_of",
     "to_signin",
 ]
 
-COOKIE = "mogateway_console"
+COOKIE = CONSOLE.cookie
 
 
 class ConsoleState:
@@ -139,30 +138,10 @@ def to_signin(request: Request) -> RedirectResponse:
     return redirect("/console/login?" + urlencode({"next": target}))
 
 
-def safe_next(value: str | None) -> str:
-    """Only a console path may be where sign-in leads (no open redirect)."""
-    if value and value.startswith("/console/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return "/console/"
-
-
 async def read_form(request: Request) -> dict[str, str]:
     """An urlencoded form (the only kind the console sends); the first value of each field."""
     body = (await request.body()).decode("utf-8", errors="replace")
     return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
-
-
-def same_origin(request: Request) -> bool:
-    """False when the browser says the request comes from another site (Sec-Fetch-Site, Origin).
-
-    Browsers that send neither (old ones, scripts) are left to the CSRF token alone."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None and site != "same-origin":
-        return False
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def refused(request: Request, reason: str) -> Response:

@@ -1,10 +1,15 @@
 """The Callback page: the URL (an admin changes it under the admin API's rules, audited) and "test my
 endpoint": one simulated MO sent exactly as the dispatcher sends it — the same body, headers, bearer
 token and signature, through the same exchange (``service.caller``) and transport with its SSRF guard —
-whose answer is judged and shown, and never handed to a reply channel."""
+whose answer is judged and shown, and never handed to a reply channel.
+
+The answer's headers are shown too (the test's transport captures them, within ``edges.http1``'s
+bound); a cookie's value and any header whose name looks like a credential are masked: the page may be
+seen over a shoulder, and an endpoint may echo secrets back."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from typing import Any
@@ -17,8 +22,9 @@ from mogateway.api.portal.web import PortalRoute, context, guard, html, page, re
 from mogateway.core.contract import callback_body, callback_headers
 from mogateway.core.message import Message
 from mogateway.core.numbering import NumberRejected, normalize_msisdn
+from mogateway.core.ports import RawAnswer
 from mogateway.core.signing import signature_headers
-from mogateway.edges.http1 import Http1Client
+from mogateway.edges.http1 import MAX_CAPTURED_HEADER_BYTES, MAX_CAPTURED_HEADERS, Http1Client
 from mogateway.edges.numbering_files import sender_resolver
 from mogateway.service.caller import exchange
 from mogateway.service.client_scope import CredentialError
@@ -28,6 +34,10 @@ __all__ = ["router"]
 router = APIRouter(prefix="/portal", include_in_schema=False, route_class=PortalRoute)
 
 _TEST_MSISDN = "919000000000"
+#: Answer headers whose values are masked: credentials by any usual name.
+_SECRET_HEADER = re.compile(r"auth|token|secret|passw|session|cookie|api-?key|credential|signature")
+#: Characters of an answer that is not a reply shown as it came (an error page, a JSON error).
+_SHOWN_BODY = 4000
 
 
 @router.get("/callback")
@@ -66,6 +76,39 @@ def _masked(headers: dict[str, str]) -> list[tuple[str, str]]:
     return out
 
 
+def _masked_answer(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """The answer's headers as shown: a ``set-cookie`` keeps its cookie's name and attributes, not its
+    value; an auth-like header keeps only its length."""
+    out = []
+    for name, value in headers:
+        if name == "set-cookie":
+            cookie, sep, attributes = value.partition(";")
+            value = cookie.partition("=")[0].strip() + "=… (masked)" + sep + attributes
+        elif _SECRET_HEADER.search(name):
+            value = f"… (masked, {len(value)} characters)"
+        out.append((name, value))
+    return out
+
+
+def _raw_body(answer: RawAnswer) -> str:
+    """An answer that does not become a reply, as text to show (cut): what the endpoint said instead."""
+    text = answer.body.decode("utf-8", "replace")
+    return text if len(text) <= _SHOWN_BODY else text[:_SHOWN_BODY] + f" … ({len(text) - _SHOWN_BODY} more)"
+
+
+class _KeepsAnswer:
+    """The test's transport: the capturing client, remembering the last answer (for its headers)."""
+
+    def __init__(self, http: Http1Client) -> None:
+        self._http = http
+        self.answer: RawAnswer | None = None
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> RawAnswer:
+        self.answer = None
+        self.answer = await self._http.post(url, body, headers)
+        return self.answer
+
+
 @router.post("/callback/test")
 async def test_endpoint(request: Request) -> Response:
     guarded = await guard(request, "test_endpoint")
@@ -101,10 +144,11 @@ async def test_endpoint(request: Request) -> Response:
         if client.signing_secret:
             headers.update(signature_headers(client.signing_secrets(now), int(now), body))
         allow_private = state_of(request).gateway.settings.allow_private_callbacks
-        http = Http1Client(allow_private=allow_private)
+        http = Http1Client(allow_private=allow_private, capture_headers=True)
+        transport = _KeepsAnswer(http)
         try:
             ex = await exchange(
-                http,
+                transport,
                 client.callback_url,
                 body,
                 headers,
@@ -116,7 +160,12 @@ async def test_endpoint(request: Request) -> Response:
         finally:
             await http.close()
         outcome = ex.outcome
+        answer = transport.answer
         result.update(
+            answer_headers=_masked_answer(answer.headers) if answer is not None else [],
+            answer_headers_left_out=answer.headers_left_out if answer is not None else 0,
+            header_bound=(MAX_CAPTURED_HEADERS, MAX_CAPTURED_HEADER_BYTES // 1024),
+            raw_body=_raw_body(answer) if answer is not None and not outcome.sends_reply else "",
             url=client.callback_url,
             request_headers=_masked(headers),
             request_body=body.decode("utf-8"),

@@ -2,38 +2,30 @@
 
 from __future__ import annotations
 
-import secrets
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from mogateway.api.console.sessions import same_secret
-from mogateway.api.console.web import read_form, same_origin
-from mogateway.api.portal.web import (
-    clear_session_cookie,
-    guard,
-    html,
-    redirect,
+from mogateway.api.browser.sessions import (
+    PORTAL,
+    safe_next,
+    same_origin,
     set_session_cookie,
-    state_of,
-    visit_of,
+    set_signin_cookie,
+    signed_in,
+    signed_out,
+    signin_form_ok,
+    signin_token,
+    throttled,
 )
+from mogateway.api.console.web import read_form
+from mogateway.api.portal.web import guard, html, redirect, state_of, visit_of
 from mogateway.service.portal_accounts import InviteRefused
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/portal", include_in_schema=False)
 
-SIGNIN_COOKIE = "mogateway_portal_signin"
-_SIGNIN_COOKIE_S = 3600
 _WRONG = "Wrong e-mail address, password or code."
-
-
-def safe_next(value: str | None) -> str:
-    """Only a portal path may be where sign-in leads (no open redirect)."""
-    if value and value.startswith("/portal/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return "/portal/"
 
 
 @router.get("")
@@ -44,23 +36,15 @@ async def portal_root() -> Response:
 @router.get("/login")
 async def signin_page(request: Request, next: str | None = None) -> Response:
     if await visit_of(request) is not None:
-        return redirect(safe_next(next))
+        return redirect(safe_next(PORTAL, next))
     return _form(request, next, None, 200)
 
 
 def _form(request: Request, next_: str | None, error: str | None, status: int, email: str = "") -> Response:
-    token = request.cookies.get(SIGNIN_COOKIE) or secrets.token_urlsafe(32)
-    context = {"next": safe_next(next_), "signin_csrf": token, "error": error, "email": email}
+    token = signin_token(request, PORTAL)
+    context = {"next": safe_next(PORTAL, next_), "signin_csrf": token, "error": error, "email": email}
     response = html("login.html", context, status)
-    response.set_cookie(
-        SIGNIN_COOKIE,
-        token,
-        max_age=_SIGNIN_COOKIE_S,
-        path="/portal/login",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
+    set_signin_cookie(response, request, PORTAL, token)
     return response
 
 
@@ -70,23 +54,18 @@ async def signin(request: Request) -> Response:
     form = await read_form(request)
     next_ = form.get("next")
     email = form.get("email", "")[:320]
-    expected = request.cookies.get(SIGNIN_COOKIE, "")
-    if not same_origin(request) or not expected or not same_secret(form.get("csrf", ""), expected):
+    if not signin_form_ok(request, PORTAL, form):
         return _form(request, next_, "The sign-in form had expired. Please try again.", 403, email)
     address = request.client.host if request.client else "?"
-    wait = await state.throttle.wait_s(address)
+    wait = await state.throttle.wait_s(address, email)
     if wait > 0:
-        message = f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds."
-        return _form(request, next_, message, 429, email)
+        return _form(request, next_, throttled(wait), 429, email)
     user = await state.accounts.check_password(email, form.get("password", ""))
     if user is None or not await state.accounts.second_factor(user, form.get("code", "")):
-        await state.throttle.failed(address)
+        await state.throttle.failed(address, email)
         return _form(request, next_, _WRONG, 401, email)
     session = await state.sessions.create(user)
-    response = redirect(safe_next(next_))
-    set_session_cookie(response, request, session, state.sessions.lifetime_s)
-    response.delete_cookie(SIGNIN_COOKIE, path="/portal/login", httponly=True, samesite="strict")
-    return response
+    return signed_in(request, PORTAL, session.id, state.sessions.lifetime_s, next_)
 
 
 @router.post("/logout")
@@ -96,9 +75,7 @@ async def signout(request: Request) -> Response:
         return guarded
     visit, _ = guarded
     await state_of(request).sessions.end(visit.session.id)
-    response = redirect("/portal/login")
-    clear_session_cookie(response)
-    return response
+    return signed_out(PORTAL)
 
 
 @router.post("/logout/everywhere")
@@ -110,9 +87,7 @@ async def signout_everywhere(request: Request) -> Response:
     visit, _ = guarded
     await state_of(request).sessions.end_everywhere(visit.user.id)
     await visit.scope.note(visit.actor, "signed out everywhere", "")
-    response = redirect("/portal/login")
-    clear_session_cookie(response)
-    return response
+    return signed_out(PORTAL)
 
 
 @router.get("/invite/{token}")
@@ -149,5 +124,5 @@ async def accept_invite(request: Request, token: str) -> Response:
         session, "info", "Your password is set. Turn on two-factor sign-in on the Account page."
     )
     response = redirect("/portal/account")
-    set_session_cookie(response, request, session, state.sessions.lifetime_s)
+    set_session_cookie(response, request, PORTAL, session.id, state.sessions.lifetime_s)
     return response

@@ -26,9 +26,9 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from mogateway.api.browser.sessions import PORTAL, same_origin, same_secret
 from mogateway.api.console.render import SECURITY_HEADERS, ago, ms, num, pct, utc_offset, when
-from mogateway.api.console.sessions import same_secret
-from mogateway.api.console.web import read_form, same_origin
+from mogateway.api.console.web import read_form
 from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
 from mogateway.core.ids import not_an_id
 from mogateway.core.portal_accounts import PortalUser, may
@@ -54,8 +54,7 @@ __all__ = [
     "visit_of",
 ]
 
-COOKIE = "mogateway_portal"
-COOKIE_PATH = "/portal/"
+COOKIE = PORTAL.cookie
 
 environment = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -194,21 +193,3 @@ class PortalRoute(APIRoute):
             return await not_found(request, visit, "that page")
 
         return checked
-
-
-def set_session_cookie(
-    response: Response, request: Request, session: PortalSession, lifetime_s: float
-) -> None:
-    response.set_cookie(
-        COOKIE,
-        session.id,
-        max_age=int(lifetime_s),
-        path=COOKIE_PATH,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
-
-
-def clear_session_cookie(response: Response) -> None:
-    response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")

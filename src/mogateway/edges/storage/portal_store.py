@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from mogateway.core.portal_accounts import AuditEntry, PortalUser
+from mogateway.core.portal_store import ClientTraffic
 from mogateway.core.ports import MessageFilter, MessageRecord
 from mogateway.core.timeline import Event, EventKind
 from mogateway.edges.storage.dialect import Dialect, Program
@@ -184,16 +185,13 @@ class SqlPortalStore:
         return found
 
     async def client_traffic(
-        self, client_id: str, since: float, until: float
-    ) -> list[tuple[str, str, str, int]]:
-        """(shortcode or WhatsApp number, channel, state, count) of ``client_id``'s messages received
-        in [since, until)."""
-        found: list[tuple[str, str, str, int]] = await self._reading(_client_traffic, client_id, since, until)
-        return found
-
-    async def client_stats(self, client_id: str, since: int, until: int) -> dict[str, int]:
-        """kind -> count of ``client_id``'s per-minute figures (outcomes, latency bins) in [since, until)."""
-        found: dict[str, int] = await self._reading(_client_stats, client_id, since, until)
+        self, client_id: str, since: float, recent_since: float, until: float
+    ) -> ClientTraffic:
+        """``client_id``'s messages and per-minute figures in [since, until) and in [recent_since,
+        until), both counted from one snapshot of the journal (``core.portal_store.ClientTraffic``)."""
+        found: ClientTraffic = await self._reading(
+            _client_traffic, client_id, since, max(since, recent_since), until, snapshot=True
+        )
         return found
 
     async def client_page(
@@ -531,33 +529,35 @@ def _client_history(
 
 
 def _client_traffic(
-    d: Dialect, client_id: str, since: float, until: float
-) -> Program[list[tuple[str, str, str, int]]]:
+    d: Dialect, client_id: str, since: float, recent_since: float, until: float
+) -> Program[ClientTraffic]:
+    # Each window is counted in the same statement, and both statements run in one snapshot (the
+    # caller's ``snapshot=True``): a message or a figure written meanwhile is in both windows or in
+    # neither, so the recent window never counts more than the whole one.
     rows = yield [
         (
             d.sql(
                 f"SELECT m.shortcode, CASE WHEN {_WHATSAPP} THEN 'whatsapp' ELSE 'sms' END, "
-                "s.state, count(*) "
+                "s.state, count(*), sum(CASE WHEN m.received_at >= ? THEN 1 ELSE 0 END) "
                 f"FROM {MESSAGES_FROM} WHERE s.client_id = ? AND m.received_at >= ? AND m.received_at < ? "
                 "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
             ),
-            [client_id, since, until],
+            [recent_since, client_id, since, until],
         )
     ]
-    return [(str(sc), str(ch), str(state), int(n)) for sc, ch, state, n in rows]
-
-
-def _client_stats(d: Dialect, client_id: str, since: int, until: int) -> Program[dict[str, int]]:
+    states = [(str(sc), str(ch), str(state), int(n), int(recent)) for sc, ch, state, n, recent in rows]
+    # The per-minute figures: a minute counts in a window when it begins in it.
     rows = yield [
         (
             d.sql(
-                "SELECT kind, sum(count) FROM stats WHERE span = 60 AND client = ? AND at >= ? AND at < ? "
-                "GROUP BY kind"
+                "SELECT kind, sum(count), sum(CASE WHEN at >= ? THEN count ELSE 0 END) FROM stats "
+                "WHERE span = 60 AND client = ? AND at >= ? AND at < ? GROUP BY kind"
             ),
-            [client_id, since, until],
+            [int(recent_since // 60 * 60), client_id, int(since // 60 * 60), int(until)],
         )
     ]
-    return {str(kind): int(n) for kind, n in rows}
+    figures = {str(kind): (int(n), int(recent)) for kind, n, recent in rows}
+    return ClientTraffic(states, figures)
 
 
 def _client_page(
