@@ -13,7 +13,12 @@ import trustme
 from mogateway.core.callback_url import UrlRefused
 from mogateway.core.contract import MAX_RESPONSE_BYTES
 from mogateway.core.ports import AnswerIncomplete, AnswerMalformed, ConnectFailed
-from mogateway.edges.http1 import MAX_CAPTURED_HEADER_BYTES, MAX_CAPTURED_HEADERS, Http1Client
+from mogateway.edges.http1 import (
+    MAX_ANSWER_HEAD_BYTES,
+    MAX_CAPTURED_HEADER_BYTES,
+    MAX_CAPTURED_HEADERS,
+    Http1Client,
+)
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -175,6 +180,35 @@ async def test_an_answer_over_the_cap_is_reported_oversized_without_reading_it_a
     exact = await serve(keep_alive_answers(b"y" * MAX_RESPONSE_BYTES))
     answer = await client.post(f"http://127.0.0.1:{exact.port}/", b"", {})
     assert not answer.oversized and len(answer.body) == MAX_RESPONSE_BYTES
+    await client.close()
+
+
+async def test_an_endless_header_is_cut_at_the_head_bound_not_buffered(serve) -> None:
+    sent: list[int] = []
+
+    def endless(srv: RawServer) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nx-endless: ")
+            piece = b"a" * 8192
+            try:
+                for _ in range(2048):  # 16 MiB at most, should the client never stop reading
+                    writer.write(piece)
+                    await writer.drain()
+                    sent.append(len(piece))
+            except ConnectionError:
+                pass
+
+        return handler
+
+    client = Http1Client(allow_private=True)
+    with pytest.raises(AnswerMalformed, match="headers run over"):
+        await client.post(f"http://127.0.0.1:{(await serve(endless)).port}/", b"", {})
+    assert sum(sent) < 4 * 1024 * 1024  # closed early: far from the 16 MiB the server would send
+    # Just under the bound is an answer like any other.
+    big = b"x-big: " + b"b" * (MAX_ANSWER_HEAD_BYTES - 200) + b"\r\n"
+    srv = await serve(keep_alive_answers(b"fine", extra=big))
+    assert (await client.post(f"http://127.0.0.1:{srv.port}/", b"", {})).body == b"fine"
     await client.close()
 
 

@@ -67,6 +67,7 @@ from mogateway.edges.urlguard import Resolver, system_resolver
 from mogateway.service.running_loop import RunningLoop
 
 __all__ = [
+    "MAX_ANSWER_HEAD_BYTES",
     "MAX_CAPTURED_HEADERS",
     "MAX_CAPTURED_HEADER_BYTES",
     "Http1Client",
@@ -79,6 +80,10 @@ __all__ = [
 MAX_CAPTURED_HEADERS = 64
 MAX_CAPTURED_HEADER_BYTES = 16 * 1024
 
+# An answer's status line and headers, at most: httptools (llhttp) sets no bound of its own and buffers a
+# header's value until it ends, so without this a server could grow our memory with one endless header
+# until the deadline. 64 KiB is four times what common servers accept in a request's head.
+MAX_ANSWER_HEAD_BYTES = 64 * 1024
 _DNS_TTL_S = 30.0
 _IDLE_KEEP_S = 15.0
 _MAX_IDLE_PER_ORIGIN = 1024
@@ -155,6 +160,7 @@ class _Connection(asyncio.Protocol):
 
     def _reset(self) -> None:
         self._got_bytes = False
+        self._head_bytes = 0
         self._headers_done = False
         self._status = 0
         self._content_type: str | None = None
@@ -201,6 +207,11 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._fail(AnswerMalformed(f"malformed HTTP answer: {exc}"))
             return
+        if not self._headers_done:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_ANSWER_HEAD_BYTES:
+                self._fail(AnswerMalformed(f"the answer's headers run over {MAX_ANSWER_HEAD_BYTES} bytes"))
+                return
         if self._oversized:
             self._finish()
             self.close()
