@@ -29,7 +29,7 @@ LAZY = ("argon2", "aiohttp", "httpx", "nats", "asyncpg")
 #: ... and by no supervisor: it serves no HTTP.
 SERVER = ("fastapi", "starlette", "uvicorn", "jinja2", "mogateway.api")
 
-_PROBE = '''
+_PROBE = """
 import json, os, sys, threading, time
 
 def _answer(directory):
@@ -45,7 +45,7 @@ def _answer(directory):
 
 if os.environ.get("IMPORT_PROBE_DIR"):
     threading.Thread(target=_answer, args=(os.environ["IMPORT_PROBE_DIR"],), daemon=True).start()
-'''
+"""
 
 
 def _loaded(directory: Path, pid: int) -> set[str]:
