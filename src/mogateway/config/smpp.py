@@ -31,7 +31,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from mogateway.core.dlt import DltInvalid, check_tm_id
 from mogateway.smpp.pdu import BindMode
 from mogateway.smpp.tlv import Tlv
 
@@ -107,6 +106,10 @@ class BindConfig(BaseModel):
     @classmethod
     def _tm_id(cls, value: str | None) -> str | None:
         if value is not None:
+            # here, not at the top: every command that reads the settings (doctor) would load the DLT
+            # rules for the few binds that set a chain
+            from mogateway.core.dlt import DltInvalid, check_tm_id
+
             try:
                 check_tm_id(value)
             except DltInvalid as exc:
