@@ -27,12 +27,14 @@ dlt_tm_id = "1702158080400000123"
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from mogateway.smpp.pdu import BindMode
-from mogateway.smpp.tlv import Tlv
+from mogateway.smpp.constants import BindMode
+
+if TYPE_CHECKING:
+    from mogateway.smpp.tlv import Tlv
 
 __all__ = ["BindConfig", "SmppSettings"]
 
@@ -135,6 +137,8 @@ class BindConfig(BaseModel):
     def reply_tlv_list(self) -> tuple[Tlv, ...]:
         """The configured reply TLVs, in file order. Values are sent as the plain string (no NUL),
         which is how Indian operators expect the 19-digit DLT ids."""
+        from mogateway.smpp.tlv import Tlv
+
         return tuple(Tlv(int(tag, 16), text.encode("latin-1")) for tag, text in self.reply_tlvs.items())
 
 
