@@ -19,10 +19,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
 from gateway_harness import ADMIN_TOKEN, serve_gateway, wait_until, worker_pids
+
+pytestmark = pytest.mark.slow
 
 #: Loaded by no process of a gateway at start on its defaults (SQLite, in-process queue, log replies).
 LAZY = ("argon2", "aiohttp", "httpx", "nats", "asyncpg")
