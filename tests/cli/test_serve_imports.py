@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 #: Loaded by no process of a gateway at start on its defaults (SQLite, in-process queue, log replies).
 LAZY = ("argon2", "aiohttp", "httpx", "nats", "asyncpg")
-#: ... and by no supervisor: it serves no HTTP.
-SERVER = ("fastapi", "starlette", "uvicorn", "jinja2", "mogateway.api")
+#: ... and by no supervisor: it serves no HTTP (and runs no uvloop loop).
+SERVER = ("fastapi", "starlette", "uvicorn", "uvloop", "jinja2", "mogateway.api")
 
 _PROBE = """
 import json, os, sys, threading, time
