@@ -5,8 +5,9 @@
 
 Every command path (``mogateway``, ``mogateway clients``, ``mogateway clients add``...) is run with
 ``--help``, found by walking the command tree, so a command added later is measured too; then a few
-commands that do their work without a gateway (``secrets new-key``), and ``messages list``, ``top --once``
-and ``clients list`` against ``--url`` (default: a closed port on loopback, so they measure the CLI's own
+commands that do their work without a gateway (``secrets new-key``), ``doctor`` (every check on the
+default settings, in an empty directory), and ``messages list``, ``top --once`` and ``clients list``
+against ``--url`` (default: a closed port on loopback, so they measure the CLI's own
 start and a refused connection; give a running gateway's URL and admin token to measure a real answer).
 Each is run as ``python -m mogateway ...`` with ``MOGATEWAY_PURE`` as in the environment; ``--src`` runs
 another checkout's source instead (``PYTHONPATH``), to compare two versions in one invocation. Besides
@@ -19,10 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -64,9 +67,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def wall(args: list[str], runs: int, env: dict[str, str]) -> tuple[float, float, int]:
-    """The median wall and CPU times of ``runs`` processes running ``mogateway *args``, and the last
-    exit code."""
+def wall(args: list[str], runs: int, env: dict[str, str], cwd: str | None = None) -> tuple[float, float, int]:
+    """The median wall and CPU times of ``runs`` processes running ``mogateway *args`` (in ``cwd``), and
+    the last exit code."""
     times, cpus = [], []
     code = 0
     for _ in range(runs):
@@ -78,6 +81,7 @@ def wall(args: list[str], runs: int, env: dict[str, str]) -> tuple[float, float,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
             env=env,
+            cwd=cwd,
         )
         times.append(time.perf_counter() - start)
         cpus.append(_children_cpu() - cpu)
@@ -104,10 +108,15 @@ def main() -> int:
         ["messages", "list", *api],
         ["clients", "list", *api],
         ["top", "--once", *api],
+        ["doctor", "--url", url],  # every check on the defaults, in an empty directory (no journal yet)
     ]
     if args.only:
         wanted = {" ".join(o.split()) for o in args.only}
-        cases = [c for c in cases if " ".join(c).replace(" ".join(api), "").strip() in wanted]
+        cases = [
+            c
+            for c in cases
+            if " ".join(c).replace(" ".join(api), "").replace(f"--url {url}", "").strip() in wanted
+        ]
     baseline, _ = wall_python(args.runs)
     print(
         f"# {len(cases)} commands, median of {args.runs} runs each, MOGATEWAY_PURE="
@@ -116,11 +125,13 @@ def main() -> int:
     )
     print(f"{wall_trivial_typer(args.runs):6.3f} s wall  (a trivial two-command typer app: f --help)")
     worst = 0.0
+    empty = tempfile.mkdtemp(prefix="mogw-cli-startup-")  # where each command runs: no mogateway.db
     for case in cases:
-        seconds, cpu, code = wall(case, args.runs, env)
+        seconds, cpu, code = wall(case, args.runs, env, empty)
         worst = max(worst, seconds)
         shown = " ".join(a if a != args.token else "T" for a in case)
         print(f"{seconds:6.3f} s wall {cpu:6.3f} s CPU  exit {code}  mogateway {shown}")
+    shutil.rmtree(empty, ignore_errors=True)
     print(f"# slowest {worst:.3f} s (budget {BUDGET_S} s): {'within' if worst <= BUDGET_S else 'OVER'}")
     return 0 if worst <= BUDGET_S else 1
 

@@ -8,7 +8,8 @@ synchronous=FULL, in-process queue, log reply channel), pushes ``--count`` MOs t
 ``/v1/inbound/batch`` and waits until every one has its reply recorded. In the same run it measures the
 ceiling: a bare aiohttp POST loop from this process to the same application with the same concurrency.
 Prints MO/s, p50/p99 from intake to reply recorded (from the journal's own timestamps), the gateway's
-peak RSS, and the ratio to the ceiling; with ``--runs`` > 1 the medians.
+peak RSS (all its processes, then the supervisor's and the largest worker's), and the ratio to the
+ceiling; with ``--runs`` > 1 the medians.
 
 It also prints intake → callback start (p50/p99), from the journal's own timestamps: the MO's
 ``received_at`` and the start of its first callback attempt.
@@ -51,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     free_port,
     median,
+    peak_rss_mib,
     percentile,
     process_tree,
     start,
@@ -290,6 +292,9 @@ async def one_run(
         cpu_per_mo_us = (tree_cpu_seconds(tree) - cpu_before) / count * 1e6
         lat, to_callback, first, last = latencies(db)
         rss = tree_peak_rss_mib(tree)
+        # the supervisor is the process started; its children are the workers (none with one worker)
+        supervisor_rss = peak_rss_mib(gateway.pid)
+        workers_rss = [peak_rss_mib(pid) for pid in tree if pid != gateway.pid]
     finally:
         stop(gateway)
         stop(app)
@@ -301,6 +306,8 @@ async def one_run(
         "callback_p50_ms": percentile(to_callback, 50),
         "callback_p99_ms": percentile(to_callback, 99),
         "rss_mib": rss,
+        "supervisor_rss_mib": supervisor_rss,
+        "worker_rss_mib": max(workers_rss) if workers_rss else float("nan"),
         "ceiling_per_s": ceiling_rate,
         "ratio": rate / ceiling_rate,
         "cpu_us": cpu_per_mo_us,
@@ -311,7 +318,8 @@ def _describe(r: dict[str, float]) -> str:
     return (
         f"{r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
         f"intake→callback p50 {r['callback_p50_ms']:.1f} ms p99 {r['callback_p99_ms']:.1f} ms, "
-        f"peak RSS {r['rss_mib']:.0f} MiB; ceiling {r['ceiling_per_s']:,.0f} req/s; "
+        f"peak RSS {r['rss_mib']:.0f} MiB (supervisor {r['supervisor_rss_mib']:.0f}, largest worker "
+        f"{r['worker_rss_mib']:.0f}); ceiling {r['ceiling_per_s']:,.0f} req/s; "
         f"ratio {r['ratio']:.0%}; gateway CPU {r['cpu_us']:.0f} µs/MO"
     )
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mogateway.config import Settings
 from mogateway.core.clients import ClientRecord
@@ -40,7 +40,6 @@ from mogateway.core.workers import WorkerPlan
 from mogateway.edges.cluster.directory import KvNodeDirectory, SingleNodeDirectory
 from mogateway.edges.cluster.replies import ClusterReplyChannel, NatsRequests, ReplyResponder
 from mogateway.edges.ipc import Handler
-from mogateway.edges.queue.jetstream import JetStreamQueue
 from mogateway.edges.queue.local import LocalQueue
 from mogateway.edges.workers.routed_queue import RoutedQueue
 from mogateway.edges.workers.siblings import Siblings, WorkerDirectory, WorkerRequests
@@ -48,6 +47,9 @@ from mogateway.service.orphans import Holder, OrphanSweep
 from mogateway.service.recovery import recover
 from mogateway.service.replier import ReplyRouter
 from mogateway.service.sweeper import Sweeper
+
+if TYPE_CHECKING:  # imported by the cluster mode only: nats-py (and the aiohttp it loads) otherwise not
+    from mogateway.edges.queue.jetstream import JetStreamQueue
 
 __all__ = [
     "Cluster",
@@ -238,7 +240,9 @@ class ClusterNode(Mode):
     shared_stats = True
 
     def __init__(self, settings: Settings) -> None:
-        self.jetstream = JetStreamQueue(settings.queue, settings.nats)
+        from mogateway.edges.queue.jetstream import JetStreamQueue
+
+        self.jetstream: JetStreamQueue = JetStreamQueue(settings.queue, settings.nats)
         self.queue = self.jetstream
 
     def touch_s(self) -> float:

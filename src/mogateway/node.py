@@ -30,10 +30,9 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
 from prometheus_client import generate_latest
 
 from mogateway import __version__
@@ -47,12 +46,10 @@ from mogateway.edges.http1 import Http1Client
 from mogateway.edges.numbering_files import sender_resolver
 from mogateway.edges.replies import HttpReplyChannel, LogReplyChannel
 from mogateway.edges.smpp.binds import SmppBinds, start_binds
-from mogateway.edges.storage.postgres import PostgresJournal
 from mogateway.edges.storage.sealing import Sealer
 from mogateway.edges.storage.sqlite import SqliteJournal
 from mogateway.edges.tokens import ensure_tokens, tokens_file
 from mogateway.edges.whatsapp.graph_sender import register_metrics as register_graph_metrics
-from mogateway.edges.whatsapp.media import GraphMedia
 from mogateway.edges.whatsapp.media_store import MediaStore
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
 from mogateway.edges.workers.metrics import merge_expositions
@@ -71,6 +68,11 @@ from mogateway.service.replay import replay
 from mogateway.service.replier import Replier, ReplyRouter
 from mogateway.service.retention import Retention
 from mogateway.service.stats import StatsService
+
+if TYPE_CHECKING:  # imported where they are used: a deployment without them does not load their stacks
+    import aiohttp
+
+    from mogateway.edges.whatsapp.media import GraphMedia
 
 __all__ = [
     "Cluster",
@@ -95,6 +97,8 @@ def open_journal(
     url = settings.database
     sealer = sealer or sealer_for(settings)
     if url.startswith(("postgresql://", "postgres://")):
+        from mogateway.edges.storage.postgres import PostgresJournal  # asyncpg: only when configured
+
         return PostgresJournal(url, sealer=sealer)
     if url.startswith("sqlite://"):
         url = url.removeprefix("sqlite://")
@@ -226,6 +230,8 @@ class Gateway:
             self.whatsapp = WhatsAppReplyChannel(s.whatsapp)
             register_graph_metrics(self.whatsapp.sender, self.metrics.registry)
             self.replies.register("whatsapp", self.whatsapp)
+            from mogateway.edges.whatsapp.media import GraphMedia  # aiohttp: only with [whatsapp]
+
             self.whatsapp_media = GraphMedia(s.whatsapp.graph_url, s.whatsapp.api_version)
             if s.whatsapp_media_store is not None:
                 self.whatsapp_media_store = MediaStore(s.whatsapp_media_store)
@@ -403,6 +409,8 @@ class Gateway:
         if s.reply_channel == "http":
             if not s.reply_http_url:
                 raise RuntimeError("reply_channel = http needs reply_http_url")
+            import aiohttp
+
             self._reply_session = aiohttp.ClientSession()
             return HttpReplyChannel(self._reply_session, s.reply_http_url)
         return LogReplyChannel()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +112,24 @@ def test_a_command_loads_what_it_needs_when_it_runs() -> None:
         "    assert exc.code in (0, None), exc.code\n"
     )
     assert "mogateway.edges.storage.sealing" in _loaded_by(code)
+
+
+def test_doctor_on_the_defaults_loads_no_http_client_database_driver_or_queue_client(tmp_path: Path) -> None:
+    """What kept ``mogateway doctor`` above 0.3 s (docs/benchmarks.md §0.20): httpx (and the TLS context
+    each client loads) to ask the gateway, and asyncpg through a redaction helper. It asks over the
+    standard library's ``http.client`` and loads asyncpg and nats-py only when the settings name them."""
+    code = (
+        "import os\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "from mogateway.cli import app\n"
+        "try:\n"
+        "    app(['doctor', '--url', 'http://127.0.0.1:9'], prog_name='mogateway')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    loaded = _loaded_by(code)
+    assert "mogateway.config.settings" in loaded  # it ran its checks
+    assert [m for m in loaded if m.split(".")[0] in ("httpx", "asyncpg", "nats", "aiohttp")] == []
 
 
 def _modules_loaded_by(code: str) -> list[str]:

@@ -1,7 +1,9 @@
 """Files that hold the generated tokens, numbers and texts are the gateway's user's alone, whatever the
 umask: under umask 022 (which gives 0644 by default) ``mogateway serve``'s journal with its -wal and
 -shm, ``mogateway backup``'s copy, ``restore``'s journal and retention's exports are 0600, and the
-directories made for them 0700; ``mogateway doctor`` names any of them the group or others may read."""
+directories made for them 0700; ``mogateway doctor`` names any of them, and any kept WhatsApp media
+(``whatsapp_media_store``, made private by tests/whatsapp/test_whatsapp_media_store.py), the group or
+others may read."""
 
 from __future__ import annotations
 
@@ -143,3 +145,34 @@ def test_doctor_names_journal_backup_and_export_files_others_may_read(tmp_path: 
         assert f"{path} ({shown})" in exposed["detail"], exposed["detail"]
     assert "messages-2026-11-01.jsonl (0644)" in exposed["detail"]
     assert str(backups / "copy.db") not in file_modes()["detail"]  # backups elsewhere: --backups
+
+
+def test_doctor_names_kept_whatsapp_media_others_may_read(tmp_path: Path) -> None:
+    store = tmp_path / "media"
+    store.mkdir(mode=0o755)
+    os.chmod(store, 0o755)
+    kept = store / "2lsqbom9gc7jn5j105giu25n54"
+    kept.write_bytes(b"a photo")
+    os.chmod(kept, 0o644)  # as an older mogateway (or a copy by hand) left them
+    env = {
+        **ENV,
+        "MOGATEWAY_DATABASE": str(tmp_path / "mogateway.db"),
+        "MOGATEWAY_WHATSAPP_MEDIA_STORE": str(store),
+        "MOGATEWAY_PORT": str(free_port()),  # no gateway there
+    }
+
+    def file_modes() -> dict[str, str]:
+        result = run("doctor", "--json", cwd=tmp_path, env=env)
+        found = {f["check"]: f for f in json.loads(result.stdout)["findings"]}
+        return found["file-modes"]
+
+    exposed = file_modes()
+    assert exposed["status"] == "warn" and "chmod 600" in exposed["action"]
+    assert f"{store} (0755)" in exposed["detail"] and f"{kept} (0644)" in exposed["detail"]
+    os.chmod(store, 0o700)
+    os.chmod(kept, 0o600)
+    private = file_modes()
+    assert (
+        private["status"] == "ok"
+        and private["detail"] == "2 journal, backup, export and media files are private"
+    )

@@ -193,3 +193,31 @@ def test_the_sweep_removes_the_files_of_deleted_messages_and_stale_temporary_fil
     removed, left = asyncio.run(main())
     assert removed == 2
     assert left == [".tmp-def-5678", "2lsqbom9gc7jn5j105giu25n54"]
+
+
+def test_the_store_makes_its_directories_0700_and_its_files_0600_whatever_the_umask(tmp_path: Path) -> None:
+    """A kept media is a subscriber's photo, voice or document: private under a umask of 022 too (which
+    gives 0755 and 0644), not only under ``serve``'s own 077."""
+    text = b"a voice note"
+    name = "2lsqbom9gc7jn5j105giu25n54"
+
+    async def main() -> tuple[int, bool]:
+        store = MediaStore(tmp_path / "kept" / "media")
+        writer = store.writer(name)
+        assert writer is not None
+        writer.write(text)
+        (being_written,) = store.directory.iterdir()
+        return being_written.stat().st_mode & 0o777, await writer.finish(
+            hashlib.sha256(text).digest(), len(text)
+        )
+
+    old = os.umask(0o022)
+    try:
+        while_written, kept = asyncio.run(main())
+    finally:
+        os.umask(old)
+    assert kept
+    assert oct(while_written) == "0o600"
+    assert oct((tmp_path / "kept" / "media" / name).stat().st_mode & 0o777) == "0o600"
+    for directory in (tmp_path / "kept", tmp_path / "kept" / "media"):
+        assert oct(directory.stat().st_mode & 0o777) == "0o700", directory

@@ -51,7 +51,6 @@ from mogateway.core.media_url import EXPIRED, MEDIA_PATH, check
 from mogateway.core.message import Message
 from mogateway.core.ports import MessageRecord
 from mogateway.core.whatsapp_media import MediaRef, expected_digest, media_of, too_large
-from mogateway.edges.whatsapp.media import MediaFetchError
 from mogateway.edges.whatsapp.media_store import StoreWriter
 from mogateway.service.throttle import Throttle
 
@@ -183,6 +182,9 @@ async def stream_media(gateway: Any, record: MessageRecord, who: str) -> Respons
         size, chunks = kept
         source = _Source(chunks, _nothing, ref.mime_type, size, None)
         return MediaStream(gateway, record.id, ref, source, limit, started, who)
+    # loaded with the fetcher (node.py: with a [whatsapp] table), aiohttp with it
+    from mogateway.edges.whatsapp.media import MediaFetchError
+
     try:
         download = await fetcher.open(ref.media_id, number.access_token.get_secret_value())
     except MediaFetchError as exc:
@@ -328,6 +330,8 @@ class MediaStream(Response):
         self._gateway.metrics.whatsapp_media_fetches.labels(result).inc()
 
     async def _stream(self, send: Send, gone: asyncio.Event) -> str:
+        from mogateway.edges.whatsapp.media import MediaFetchError  # loaded with the fetcher, see above
+
         metrics = self._gateway.metrics
         writer = self._writer
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})

@@ -14,9 +14,8 @@ import re
 import resource
 import sqlite3
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-import httpx
 import orjson
 
 from mogateway import compiled
@@ -129,59 +128,95 @@ async def check_queue(settings: Settings) -> Finding:
 # ------------------------------------------------------------------------------------------ gateway
 
 
+class _Answer(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+class _Unreachable(Exception):
+    """No HTTP answer from ``url`` (refused, timed out, not an http(s) URL...)."""
+
+
+#: The most of an answer doctor reads (the binds' list is well under it).
+_MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> _Answer:
+    """One GET with the standard library's client, as the API commands do (cli.common): httpx's import
+    and the TLS context each of its clients loads took about a third of doctor's start
+    (docs/benchmarks.md §0.20). Raises :class:`_Unreachable` when no answer comes."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http:// or https:// URL: {url!r}")
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn = kind(parts.hostname, parts.port, timeout=TIMEOUT_S)
+        try:
+            conn.request("GET", target, headers=headers or {})
+            resp = conn.getresponse()
+            return _Answer(resp.status, resp.getheader("content-type") or "", resp.read(_MAX_ANSWER_BYTES))
+        finally:
+            conn.close()
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise _Unreachable(str(exc) or type(exc).__name__) from None
+
+
 async def ask_gateway(url: str, token: str | None) -> tuple[list[Finding], dict[str, dict[str, Any]] | None]:
     """The running gateway: does it answer, is it ready, and its binds' states (None: not known)."""
-    async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
-        try:
-            health = await http.get(f"{url}/healthz")
-        except httpx.HTTPError:
-            return [
-                Finding(
-                    "gateway",
-                    "warn",
-                    f"no gateway answers at {url}",
-                    "start it (systemctl start mogateway), or pass --url where it listens",
-                )
-            ], None
-        found = [
+    try:
+        health = await asyncio.to_thread(_get, f"{url}/healthz")
+    except _Unreachable:
+        return [
             Finding(
                 "gateway",
-                "ok" if health.status_code == 200 else "fail",
-                f"{url}/healthz answered {health.status_code}",
-                "" if health.status_code == 200 else "read the gateway's log",
+                "warn",
+                f"no gateway answers at {url}",
+                "start it (systemctl start mogateway), or pass --url where it listens",
             )
-        ]
-        ready = await http.get(f"{url}/readyz")
-        if ready.status_code == 503:
-            reasons = (
-                ready.json().get("reasons")
-                if ready.headers.get("content-type", "").endswith("json")
-                else None
+        ], None
+    found = [
+        Finding(
+            "gateway",
+            "ok" if health.status == 200 else "fail",
+            f"{url}/healthz answered {health.status}",
+            "" if health.status == 200 else "read the gateway's log",
+        )
+    ]
+    ready = await asyncio.to_thread(_get, f"{url}/readyz")
+    if ready.status == 503:
+        reasons = ready.json().get("reasons") if ready.content_type.endswith("json") else None
+        found.append(
+            Finding(
+                "ready",
+                "fail",
+                f"not ready: {reasons or ready.body.decode('utf-8', 'replace')[:200]}",
+                "see the alert runbook in docs/operations.md (GatewayNotReady)",
             )
-            found.append(
-                Finding(
-                    "ready",
-                    "fail",
-                    f"not ready: {reasons or ready.text[:200]}",
-                    "see the alert runbook in docs/operations.md (GatewayNotReady)",
-                )
+        )
+    elif ready.status == 200:
+        found.append(Finding("ready", "ok", "ready (/readyz answered 200)"))
+    if not token:
+        return found, None
+    resp = await asyncio.to_thread(_get, f"{url}/v1/binds", {"authorization": f"Bearer {token}"})
+    if resp.status != 200:
+        found.append(
+            Finding(
+                "gateway",
+                "warn",
+                f"/v1/binds answered {resp.status}: bind states not known",
+                "pass the admin token (--token or MOGATEWAY_ADMIN_TOKEN)",
             )
-        elif ready.status_code == 200:
-            found.append(Finding("ready", "ok", "ready (/readyz answered 200)"))
-        if not token:
-            return found, None
-        resp = await http.get(f"{url}/v1/binds", headers={"authorization": f"Bearer {token}"})
-        if resp.status_code != 200:
-            found.append(
-                Finding(
-                    "gateway",
-                    "warn",
-                    f"/v1/binds answered {resp.status_code}: bind states not known",
-                    "pass the admin token (--token or MOGATEWAY_ADMIN_TOKEN)",
-                )
-            )
-            return found, None
-        return found, {str(b["name"]): b for b in resp.json().get("binds", [])}
+        )
+        return found, None
+    return found, {str(b["name"]): b for b in resp.json().get("binds", [])}
 
 
 async def check_binds(

@@ -12,8 +12,8 @@ from typing import Any
 
 from mogateway.cli.doctor_findings import TIMEOUT_S, Finding, size
 from mogateway.config import Settings
+from mogateway.core.redaction import redact_url
 from mogateway.edges.journal_hold import sqlite_path
-from mogateway.edges.storage.postgres import redact_url
 
 __all__ = ["check_clock", "check_journal"]
 

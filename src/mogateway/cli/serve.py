@@ -230,6 +230,19 @@ def _parse_seat(value: str, count: int) -> WorkerSeat:
     return WorkerSeat(int(index), count, directory)
 
 
+def _event_loop_runner() -> Any:
+    """uvloop's ``run`` where it is installed, asyncio's otherwise: for the processes that serve (the
+    supervisor runs no event loop of uvloop's, and does not load it)."""
+    try:
+        import uvloop
+
+        return uvloop.run
+    except ImportError:
+        import asyncio
+
+        return asyncio.run
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
@@ -248,8 +261,6 @@ def register(app: typer.Typer) -> None:
         ready_fd: int = typer.Option(-1, "--ready-fd", hidden=True),
     ) -> None:
         """Run the gateway on its embedded default (SQLite journal, in-process queue) or as configured."""
-        import asyncio
-
         from mogateway.config import ConfigError, load_settings
         from mogateway.logs import setup_logging
         from mogateway.service.private_files import serve_umask
@@ -259,24 +270,18 @@ def register(app: typer.Typer) -> None:
             settings = load_settings(config, host=host, port=port)
         except ConfigError as exc:
             fail(str(exc), Exit.USAGE)
-        try:
-            import uvloop
-
-            runner: Any = uvloop.run
-        except ImportError:
-            runner = asyncio.run
         if worker_seat is not None:  # one worker, started by the supervisor
             from mogateway.cli.supervisor import die_with_supervisor
 
             die_with_supervisor()
             seat = _parse_seat(worker_seat, workers or 1)
             setup_logging(settings.log_level, settings.log_format, worker=f"w{seat.index}")
-            raise typer.Exit(runner(_run(settings, seat, ready_fd)))
+            raise typer.Exit(_event_loop_runner()(_run(settings, seat, ready_fd)))
         setup_logging(settings.log_level, settings.log_format)
         _hold_journal(settings)
         count = _worker_count(settings, workers)
         if count == 1:
-            raise typer.Exit(runner(_run(settings)))
+            raise typer.Exit(_event_loop_runner()(_run(settings)))
         from mogateway.cli.supervisor import SupervisorError, supervise
 
         argv: list[str] = []

@@ -27,13 +27,14 @@ dlt_tm_id = "1702158080400000123"
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from mogateway.core.dlt import DltInvalid, check_tm_id
-from mogateway.smpp.pdu import BindMode
-from mogateway.smpp.tlv import Tlv
+from mogateway.smpp.constants import BindMode
+
+if TYPE_CHECKING:
+    from mogateway.smpp.tlv import Tlv
 
 __all__ = ["BindConfig", "SmppSettings"]
 
@@ -107,6 +108,10 @@ class BindConfig(BaseModel):
     @classmethod
     def _tm_id(cls, value: str | None) -> str | None:
         if value is not None:
+            # here, not at the top: every command that reads the settings (doctor) would load the DLT
+            # rules for the few binds that set a chain
+            from mogateway.core.dlt import DltInvalid, check_tm_id
+
             try:
                 check_tm_id(value)
             except DltInvalid as exc:
@@ -132,6 +137,8 @@ class BindConfig(BaseModel):
     def reply_tlv_list(self) -> tuple[Tlv, ...]:
         """The configured reply TLVs, in file order. Values are sent as the plain string (no NUL),
         which is how Indian operators expect the 19-digit DLT ids."""
+        from mogateway.smpp.tlv import Tlv
+
         return tuple(Tlv(int(tag, 16), text.encode("latin-1")) for tag, text in self.reply_tlvs.items())
 
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-import aiohttp
 import orjson
 
 from mogateway.core.ports import Reply, ReplyChannel, ReplyError, ReplySubmitted
 from mogateway.core.text import count_parts
+
+if TYPE_CHECKING:  # the HTTP channel's session is made by its owner (node.py), aiohttp loaded then
+    import aiohttp
 
 __all__ = ["HttpReplyChannel", "LogReplyChannel", "ReplyRouter"]
 
@@ -63,9 +66,12 @@ class HttpReplyChannel:
     needs_intent = False
 
     def __init__(self, session: aiohttp.ClientSession, url_template: str, timeout_s: float = 10.0) -> None:
+        import aiohttp
+
         self._session = session
         self._template = url_template
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._unreachable = (aiohttp.ClientError, TimeoutError, OSError)
 
     def ready(self, reply: Reply) -> bool:
         return True
@@ -91,7 +97,7 @@ class HttpReplyChannel:
             ) as resp:
                 status = resp.status
                 answer = await resp.content.read(16 * 1024)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except self._unreachable as exc:
             raise ReplyError(f"MT endpoint unreachable: {type(exc).__name__} {exc}", retryable=True) from None
         if not 200 <= status < 300:
             raise ReplyError(f"MT endpoint answered {status}", retryable=status >= 500 or status == 429)

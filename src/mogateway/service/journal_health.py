@@ -33,11 +33,10 @@ import logging
 import math
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-
-import asyncpg
 
 from mogateway.service.metrics import Metrics
 from mogateway.service.throttle import Throttle
@@ -100,6 +99,11 @@ def journal_error_kind(exc: BaseException) -> str | None:
         if exc.errno in _IO_ERRNOS:
             return "io_error"
         return "unavailable"
+    # asyncpg is loaded only where the journal is PostgreSQL (node.open_journal): where it is not, no
+    # failure can be one of its exceptions.
+    asyncpg: Any = sys.modules.get("asyncpg")
+    if asyncpg is None:
+        return None
     if isinstance(exc, asyncpg.PostgresError):
         state = str(getattr(exc, "sqlstate", "") or "")
         if state == "53100":

@@ -5,6 +5,11 @@ Passwords are hashed with argon2id (argon2-cffi's defaults, RFC 9106's second re
 MiB, 3 passes, 4 lanes), off the event loop: a hash takes tens of milliseconds of CPU. An unknown
 e-mail address is checked against a dummy hash, so the time of a refusal does not say whether the
 address exists.
+
+argon2 and the dummy hash are made at the first use, not at import: the server imports this module at
+start, and one hash holds its 64 MiB for a moment, which was every worker's peak RSS (docs/benchmarks.md
+§7.2). Every check makes sure the dummy exists before it verifies, so that only the first check of a
+process is slower, whether or not the address exists.
 """
 
 from __future__ import annotations
@@ -15,9 +20,8 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from functools import cache
+from typing import TYPE_CHECKING
 
 from mogateway.core import totp
 from mogateway.core.portal_accounts import (
@@ -30,12 +34,25 @@ from mogateway.core.portal_accounts import (
 )
 from mogateway.core.portal_store import PortalStore
 
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
+
 __all__ = ["InviteRefused", "PortalAccounts", "RECOVERY_CODES"]
 
 RECOVERY_CODES = 10
 
-_HASHER = PasswordHasher()
-_DUMMY = _HASHER.hash(secrets.token_urlsafe(16))
+
+@cache
+def _hasher() -> PasswordHasher:
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
+@cache
+def _dummy() -> str:
+    """The hash an unknown address is checked against (made once, at the first check)."""
+    return _hasher().hash(secrets.token_urlsafe(16))
 
 
 class InviteRefused(ValueError):
@@ -51,9 +68,16 @@ def _new_id(prefix: str) -> str:
     return prefix + base64.b32encode(os.urandom(10)).decode("ascii").lower()
 
 
+def _hash(password: str) -> str:
+    return _hasher().hash(password)
+
+
 def _verify(stored: str, password: str) -> bool:
+    from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+    dummy = _dummy()
     try:
-        return _HASHER.verify(stored or _DUMMY, password) and bool(stored)
+        return _hasher().verify(stored or dummy, password) and bool(stored)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 
@@ -96,7 +120,7 @@ class PortalAccounts:
         why = password_problem(password)
         if why is not None:
             raise InviteRefused(why)
-        hashed = await asyncio.to_thread(_HASHER.hash, password)
+        hashed = await asyncio.to_thread(_hash, password)
         user = await self.store.accept_invite(invite_key(token), self._clock(), hashed)
         if user is None:
             raise InviteRefused("this invite link is used, expired or unknown: ask for a new one")

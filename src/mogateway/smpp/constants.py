@@ -1,4 +1,6 @@
-"""SMPP 3.4 numbers with names: command ids, command statuses and optional-parameter (TLV) tags.
+"""SMPP 3.4 numbers with names: command ids, command statuses and optional-parameter (TLV) tags; and
+the three ways an ESME binds (here, not in ``pdu``, so that the settings can name them without loading
+the codec: ``mogateway doctor``'s start).
 
 Rules stated before the code:
 
@@ -15,7 +17,7 @@ import enum
 import struct
 from typing import Final
 
-__all__ = ["HEADER", "HEADER_LENGTH", "CommandId", "Status", "TlvTag"]
+__all__ = ["HEADER", "HEADER_LENGTH", "BindMode", "CommandId", "Status", "TlvTag"]
 
 HEADER_LENGTH: Final = 16
 #: The header as it is packed: command_length, command_id, command_status, sequence_number.
@@ -142,3 +144,19 @@ class TlvTag(enum.IntEnum):
     # India DLT (vendor range; the exact tags are per operator, these are the common ones).
     DLT_PE_ID = 0x1400
     DLT_TEMPLATE_ID = 0x1401
+
+
+class BindMode(enum.StrEnum):
+    """How an ESME binds: which direction of traffic the session carries."""
+
+    TRANSMITTER = "transmitter"
+    RECEIVER = "receiver"
+    TRANSCEIVER = "transceiver"
+
+    @property
+    def can_transmit(self) -> bool:
+        return self is not BindMode.RECEIVER
+
+    @property
+    def can_receive(self) -> bool:
+        return self is not BindMode.TRANSMITTER

@@ -19,12 +19,11 @@ Rules stated before the code:
 
 from __future__ import annotations
 
-import enum
 from dataclasses import field, fields
 from typing import ClassVar, Final, TypeAlias
 
 from mogateway.core.immutable import immutable
-from mogateway.smpp.constants import HEADER, HEADER_LENGTH, CommandId, Status
+from mogateway.smpp.constants import HEADER, HEADER_LENGTH, BindMode, CommandId, Status
 from mogateway.smpp.fields import BodyReader, PduError, encode_cstring
 from mogateway.smpp.tlv import Tlv, encode_tlvs, find_tlv
 
@@ -48,22 +47,6 @@ __all__ = [
     "response_class",
     "with_sequence",
 ]
-
-
-class BindMode(enum.StrEnum):
-    """How an ESME binds: which direction of traffic the session carries."""
-
-    TRANSMITTER = "transmitter"
-    RECEIVER = "receiver"
-    TRANSCEIVER = "transceiver"
-
-    @property
-    def can_transmit(self) -> bool:
-        return self is not BindMode.RECEIVER
-
-    @property
-    def can_receive(self) -> bool:
-        return self is not BindMode.TRANSMITTER
 
 
 _BIND_IDS: Final = {

@@ -22,10 +22,9 @@ Rules (every page module keeps them by going through these helpers):
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode
 
-import httpx
 from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import RedirectResponse, Response
@@ -36,6 +35,9 @@ from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle
 from mogateway.core.ids import not_an_id, what_id
 from mogateway.gateway_view import GatewayView
 from mogateway.service.stats import StatsService
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "COOKIE",
@@ -69,9 +71,21 @@ class ConsoleState:
             store, gateway.settings.console_session_minutes * 60, lambda: gateway.admin_token
         )
         self.throttle = SignInThrottle(store)
-        # httpx logs each request's URL at INFO, query string and all (numbers searched for): the
-        # gateway's logging keeps httpx to warnings (mogateway.logs).
-        self._api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
+        self._app = app
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def _api(self) -> httpx.AsyncClient:
+        """The in-process client, made (and httpx imported) at the console's first call: a gateway
+        nobody opens the console of does not carry httpx (docs/benchmarks.md §7.2)."""
+        if self._client is None:
+            import httpx
+
+            # httpx logs each request's URL at INFO, query string and all (numbers searched for): the
+            # gateway's logging keeps httpx to warnings (mogateway.logs).
+            transport = httpx.ASGITransport(app=self._app)
+            self._client = httpx.AsyncClient(transport=transport, base_url="http://gateway")
+        return self._client
 
     @property
     def stats(self) -> StatsService:

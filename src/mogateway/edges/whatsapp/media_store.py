@@ -14,6 +14,9 @@ message named by its id (ids have the shape of ``core.ids``: no path in them):
 * **Under the journal's retention**: :meth:`MediaStore.sweep` removes the files whose message the
   journal no longer has (retention deleted it), and temporary files older than an hour (a crash in
   the middle of a write); the node runs it where retention runs, every 5 minutes.
+* **Private**: the directory (and any parent it creates) is 0700 and each file 0600 whatever the umask
+  (``service.private_files``, as the journal, backups and exports): a media is a subscriber's photo,
+  voice or document. ``mogateway doctor`` warns about any the group or others may read.
 * The directory is the node's own: in a cluster each node keeps what it fetched (a message's media is
   fetched from Graph by another node, and kept there, too). Reads, the flush to disk, the rename and
   the sweep's listing run on a thread; a chunk is written from the event loop (to the page cache).
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mogateway.core.ids import ID_SHAPE
+from mogateway.service.private_files import make_private_directories, open_private
 
 __all__ = ["MediaStore", "StoreWriter"]
 
@@ -49,7 +53,8 @@ class StoreWriter:
     def __init__(self, final: Path) -> None:
         self._final = final
         self._tmp = final.with_name(f"{_TMP_PREFIX}{final.name}-{secrets.token_hex(4)}")
-        self._file: IO[bytes] | None = open(self._tmp, "xb")  # noqa: SIM115 (closed by finish/abandon)
+        # created 0600 (kept by the rename), closed by finish or abandon
+        self._file: IO[bytes] | None = os.fdopen(open_private(self._tmp, exclusive=True), "wb")
         self._hash = hashlib.sha256()
         self.size = 0
 
@@ -104,7 +109,7 @@ class MediaStore:
 
     def __init__(self, directory: Path, *, prefetch_at_once: int = 2) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directories(directory)
         self._prefetching = asyncio.Semaphore(prefetch_at_once)
 
     def path_of(self, message_id: str) -> Path | None:
