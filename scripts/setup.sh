@@ -76,6 +76,20 @@ fi
 # mogateway.compiled runs them only while they match their source). MOGATEWAY_PURE=1 skips it; without
 # a C compiler it says so and mogateway runs as pure Python. MOGATEWAY_COMPILE_REQUIRED=1 makes that fatal.
 # MOGATEWAY_BUILD=background returns at once and builds detached (scripts/compile.py --background).
+# Bytecode. With PYTHONDONTWRITEBYTECODE set (some CI runners and sandboxes set it; this machine's shell
+# does), Python never writes the .pyc files it compiles, so every process of the gateway (a supervisor
+# and a worker per core), every test's gateway and every CLI command would compile each module it
+# imports again: 1.6 s of CPU instead of 0.7 s for a worker's imports here (docs/benchmarks.md §0.21).
+# Python reads .pyc files whatever that variable says, so they are written once, here: the installed
+# packages after each install, our own source (only what changed) at every setup.
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+  if [ ! -f .venv/.bytecode ] || [ "$stamp" -nt .venv/.bytecode ]; then
+    site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    .venv/bin/python -m compileall -q -j 0 "$site" >/dev/null 2>&1 || true
+    touch .venv/.bytecode
+  fi
+  .venv/bin/python -m compileall -q -j 0 src/mogateway >/dev/null 2>&1 || true
+fi
 if [ "${MOGATEWAY_PURE:-0}" = "0" ]; then
   if [ "${MOGATEWAY_BUILD:-now}" = "background" ]; then
     .venv/bin/python scripts/compile.py --background
