@@ -32,17 +32,19 @@ pure_pid=""
 trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
 ( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
 lint_pid=$!
-# MOGATEWAY_TEST_JOBS=2 runs a whole run's tests in two processes (pytest-xdist, a test file's tests in
-# one process): tests/faults and tests/ops took 93 s instead of 131 s (docs/benchmarks.md §0.17). Not
-# the default until a whole run has passed with it. xdist's processes must collect the same test ids
-# (`pytest --collect-only -q` twice, and compare). With it the pure-Python pass runs after the suite.
-jobs=${MOGATEWAY_TEST_JOBS:-1}
+# A whole run's tests run in one process per core (pytest-xdist, `--dist loadfile`: a test file's tests
+# in one process, so a module's shared gateway starts once); most of the suite waits on gateways it
+# started, so two processes on two cores end it in about half the time (docs/benchmarks.md §0.21).
+# Between 2 and 4 by default; MOGATEWAY_TEST_JOBS=N chooses N, and 1 runs it in this process as before. xdist's processes must
+# collect the same test ids (`pytest --collect-only -q` twice, and compare).
+cores=$(nproc 2>/dev/null || echo 2)
+jobs=${MOGATEWAY_TEST_JOBS:-$((cores < 2 ? 2 : cores > 4 ? 4 : cores))}
 parallel=()
 if [ "$#" -eq 0 ] && [ "$jobs" != "1" ]; then
   parallel=(-n "$jobs" --dist loadfile)
 fi
 pure_tests=(tests/core tests/smpp tests/journal tests/edges tests/test_compiled.py)
-if [ "$#" -eq 0 ] && [ "$jobs" = "1" ]; then
+if [ "$#" -eq 0 ]; then
   MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${pure_tests[@]}" >"$logs/pure" 2>&1 &
   pure_pid=$!
 fi
@@ -51,11 +53,6 @@ set +e
 MOGATEWAY_PURE=0 .venv/bin/python -m pytest "${parallel[@]}" "$@"
 rc=$?
 set -e
-if [ "${#parallel[@]}" -gt 0 ]; then
-  MOGATEWAY_PURE=1 .venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" "${pure_tests[@]}" \
-    >"$logs/pure" 2>&1 &
-  pure_pid=$!
-fi
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure here" >&2
   rc=1
