@@ -116,13 +116,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sync", choices=("full", "normal"), default="full")
     parser.add_argument(
-        "--ids", choices=("time", "source", "content"), default="time",
+        "--ids",
+        choices=("time", "source", "content"),
+        default="time",
         help="message ids: time-ordered (HTTP intake), hashed from a source id, or SMPP content-named",
     )
     parser.add_argument("--batch", type=int, default=500, help="MOs per store call")
     parser.add_argument("--prefill", type=int, default=0, help="MOs stored first, untimed")
     parser.add_argument(
-        "--repeat-window", type=float, default=600.0,
+        "--repeat-window",
+        type=float,
+        default=600.0,
         help="--ids content: the window looked up for repeats (0: none)",
     )
     parser.add_argument("--src", help="import mogateway from this src/ directory (A/B)")

@@ -89,8 +89,14 @@ async def one_run(url: str, count: int) -> tuple[float, float, float, float]:
 async def _measure(journal: PostgresJournal, count: int) -> tuple[float, float, float, float]:
     now = time.time()
     messages = [
-        Message(message_id(int(now * 1000), os.urandom(10)), "56767", f"91{9_800_000_000 + n}", "VOTE 7",
-                now, sender=SENDER)
+        Message(
+            message_id(int(now * 1000), os.urandom(10)),
+            "56767",
+            f"91{9_800_000_000 + n}",
+            "VOTE 7",
+            now,
+            sender=SENDER,
+        )
         for n in range(count)
     ]
     c0, t0 = postgres_cpu_s(), time.perf_counter()
@@ -120,19 +126,27 @@ def main() -> None:
     )
     parser.add_argument("--count", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test",
-                        help="a database of the server to measure (the bench makes its own beside it)")
+    parser.add_argument(
+        "--url",
+        default="postgresql://postgres@127.0.0.1:5432/test",
+        help="a database of the server to measure (the bench makes its own beside it)",
+    )
     parser.add_argument("--src", help="import mogateway from this src/ directory (A/B)")
     args = parser.parse_args()
     results = []
     for n in range(1, args.runs + 1):
         r = asyncio.run(one_run(args.url, args.count))
         results.append(r)
-        print(f"run {n}: store {r[0]:,.0f} MO/s ({r[1]:.0f} µs PostgreSQL CPU/MO); "
-              f"outcome + reply {r[2]:,.0f} MO/s ({r[3]:.0f} µs PostgreSQL CPU/MO)", flush=True)
+        print(
+            f"run {n}: store {r[0]:,.0f} MO/s ({r[1]:.0f} µs PostgreSQL CPU/MO); "
+            f"outcome + reply {r[2]:,.0f} MO/s ({r[3]:.0f} µs PostgreSQL CPU/MO)",
+            flush=True,
+        )
     med = [statistics.median(col) for col in zip(*results, strict=True)]
-    print(f"median of {len(results)}: store {med[0]:,.0f} MO/s ({med[1]:.0f} µs PostgreSQL CPU/MO); "
-          f"outcome + reply {med[2]:,.0f} MO/s ({med[3]:.0f} µs PostgreSQL CPU/MO)")
+    print(
+        f"median of {len(results)}: store {med[0]:,.0f} MO/s ({med[1]:.0f} µs PostgreSQL CPU/MO); "
+        f"outcome + reply {med[2]:,.0f} MO/s ({med[3]:.0f} µs PostgreSQL CPU/MO)"
+    )
 
 
 if __name__ == "__main__":

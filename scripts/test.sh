@@ -27,7 +27,7 @@ pure_pid=""
 # Interrupted (Ctrl-C), the run stops what it started in the background too (by its pid; each has ended
 # already when the run ends by itself).
 trap 'for pid in $lint_pid $pure_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
-( .venv/bin/ruff check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
+( .venv/bin/ruff check src tests bench examples && .venv/bin/ruff format --check src tests bench examples && .venv/bin/mypy ) >"$logs/lint" 2>&1 &
 lint_pid=$!
 # A whole run's tests run in one process per core (pytest-xdist, `--dist loadfile`: a test file's tests
 # in one process, so a module's shared gateway starts once); most of the suite waits on gateways it

@@ -45,8 +45,24 @@ ALLOWED: dict[str, frozenset[str]] = {
         {"core", "smpp", "service", "edges", "config", "node", "gateway_view", "api", "version"}
     ),
     "cli": frozenset(
-        {"core", "smpp", "service", "edges", "config", "modes", "node", "api", "cli", "client", "testing",
-         "waba", "simulation", "logs", "version", "compiled"}
+        {
+            "core",
+            "smpp",
+            "service",
+            "edges",
+            "config",
+            "modes",
+            "node",
+            "api",
+            "cli",
+            "client",
+            "testing",
+            "waba",
+            "simulation",
+            "logs",
+            "version",
+            "compiled",
+        }
     ),
     "simulation": frozenset({"core", "service", "edges", "testing", "simulation", "version"}),
     "client": frozenset({"core", "client"}),
@@ -235,7 +251,7 @@ def test_no_module_is_over_the_line_limit() -> None:
 
 def test_the_check_sees_lazy_imports() -> None:
     """A module importing outward inside a function is still caught (the rule has no blind spot)."""
-    probe = 'def f():\n    from mogateway.node import Gateway\n'
+    probe = "def f():\n    from mogateway.node import Gateway\n"
     tree = ast.parse(probe)
     found = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert found == ["mogateway.node"]

@@ -55,10 +55,12 @@ def test_outcomes_clients_series_and_latency(tmp_path: Path, app: CallbackRecord
         # MOs are not the ones that dispatched them all), then compare the whole.
         doc = wait_for(
             lambda: stats(gw),
-            lambda d: d["totals"]["replies"] == 3
-            and d["totals"]["rejected"] == 1
-            and d["totals"]["outcomes"]["http_error"] == 1
-            and d["totals"]["outcomes"]["unroutable"] == 1,
+            lambda d: (
+                d["totals"]["replies"] == 3
+                and d["totals"]["rejected"] == 1
+                and d["totals"]["outcomes"]["http_error"] == 1
+                and d["totals"]["outcomes"]["unroutable"] == 1
+            ),
         )
         totals = doc["totals"]
         assert totals["outcomes"] == {

@@ -29,6 +29,7 @@ def reply_to(mid: str, shortcode: str, msisdn: str, text: str, origin: str, oper
     sender = Sender(91, int(msisdn[2:6]), int(msisdn[6:]), operator)
     return Reply(Message(mid, shortcode, msisdn, "MO", 0.0, origin, sender=sender), text)
 
+
 @dataclass
 class RecordingIntake:
     stored: list[Arrival] = field(default_factory=list)

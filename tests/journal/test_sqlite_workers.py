@@ -114,9 +114,9 @@ async def test_with_several_writers_a_store_returns_only_after_the_log_is_fsynce
             (stored,) = await journal.store([_mo(n)], owners=[0])
             returned = time.monotonic()
             assert not stored.duplicate
-            assert any(
-                before <= at <= returned and name == f"{path}-wal" for at, name in synced
-            ), f"store {n} returned without an fsync of the log"
+            assert any(before <= at <= returned and name == f"{path}-wal" for at, name in synced), (
+                f"store {n} returned without an fsync of the log"
+            )
     finally:
         await journal.close()
 

@@ -187,9 +187,9 @@ _id_tlvs = st.one_of(
     st.none(), st.sampled_from(["", "ab12"]).map(lambda v: Tlv.of_str(TlvTag.RECEIPTED_MESSAGE_ID, v))
 )
 _receipt_values = st.sampled_from(["DELIVRD", "undeliv", "000"])
-_receipt_texts = st.lists(
-    st.one_of(_receipt_words, _receipt_values, st.text(max_size=6)), max_size=12
-).map("".join)
+_receipt_texts = st.lists(st.one_of(_receipt_words, _receipt_values, st.text(max_size=6)), max_size=12).map(
+    "".join
+)
 
 
 @given(_receipt_texts, _id_tlvs, _state_tlvs)

@@ -21,7 +21,6 @@ from mogateway.core.message import Message
 __all__ = ["content_digest", "content_source_id", "find_repeats", "repeat_family", "repeat_lookups"]
 
 
-
 def content_source_id(digest: str, seen_ms: int) -> str:
     """The source id of a message known only by its content: ``c:<digest>:<ms>`` (the digest names the
     content, the unix milliseconds when it was seen date the id)."""

@@ -196,8 +196,7 @@ TABLE: Final[Mapping[tuple[EventKind, str | None], Step]] = {
     (EventKind.RECEIVED, None): Step({None: State.QUEUED}),
     (EventKind.REJECTED, None): Step({None: State.REJECTED}),
     **{
-        (EventKind.OUTCOME, kind.value): Step({State.QUEUED: state})
-        for kind, state in _OUTCOME_STATE.items()
+        (EventKind.OUTCOME, kind.value): Step({State.QUEUED: state}) for kind, state in _OUTCOME_STATE.items()
     },
     # Only from answered, so that of two workers about to hand one reply over only one records the
     # intent (an at-least-once resend after a restart goes back to answered first: reply_waiting).

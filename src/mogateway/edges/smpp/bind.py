@@ -252,7 +252,6 @@ class EsmeBind:
             asyncio.open_connection(self.config.host, self.config.port, ssl=context), _CONNECT_TIMEOUT_S
         )
 
-
     def _log_down(self, *, lost: bool = False) -> None:
         """Log a lost session or a failed connect or bind: the first at once, then one line a minute
         while the bind stays down (and one when it is back: see the Bound event)."""
