@@ -49,6 +49,24 @@ def start(
     return subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
 
 
+def gateway_build(python: str, src: str = "") -> str:
+    """Which build the gateway on ``python`` (or from ``src``) will run: ``compiled (...)`` or
+    ``pure Python (why)``, as ``mogateway.compiled.STATUS`` says in a fresh process.
+
+    Printed at the head of a bench's figures: a source file edited after the build (``ruff format``
+    will do it) silently sends the whole package back to pure Python, about a fifth more CPU per MO,
+    and an A/B between a compiled and a pure gateway measures that, not the change."""
+    env = {**os.environ, **({"PYTHONPATH": src} if src else {})}
+    done = subprocess.run(
+        [python, "-c", "import mogateway.compiled as c; print(c.STATUS)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or f"unknown ({done.stderr.strip().splitlines()[-1:]})"
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

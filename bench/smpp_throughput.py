@@ -79,7 +79,16 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, process_tree, start, stop, tree_cpu_seconds, tree_peak_rss_mib, wait_port
+from _common import (
+    free_port,
+    gateway_build,
+    process_tree,
+    start,
+    stop,
+    tree_cpu_seconds,
+    tree_peak_rss_mib,
+    wait_port,
+)
 
 from mogateway.testing.smsc import SimulatedSmsc
 
@@ -524,6 +533,9 @@ def main() -> None:
             print(kannel_version())
         except KannelMissing as exc:
             parser.exit(2, f"error: {exc}\n")
+    for python in interpreters(args.python):
+        build = gateway_build(python.path, str(Path(args.gateway_src).resolve()) if args.gateway_src else "")
+        print(f"# {gateway_name(None, python)} ({python.path}): {build}", flush=True)
     with tempfile.TemporaryDirectory(prefix="smpp-bench-") as tmp:
         if args.journal_holds:
             make_held_journal(args, Path(tmp))

@@ -51,6 +51,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     free_port,
+    gateway_build,
     median,
     peak_rss_mib,
     percentile,
@@ -360,7 +361,9 @@ def main() -> None:
         "which goes first, and print the per-run ratios: a before/after in one invocation",
     )
     args = parser.parse_args()
+    print(f"# this ({args.python}): {gateway_build(args.python)}", flush=True)
     if args.against is not None:
+        print(f"# against ({args.against}): {gateway_build(args.against)}", flush=True)
         _before_after(args)
         return
     results: dict[tuple[int | None, bool], list[dict[str, float]]] = {}

@@ -34,6 +34,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     free_port,
+    gateway_build,
     median,
     process_tree,
     start,
@@ -177,6 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.size_mib <= 100 or not 1 <= args.fetches <= 1000 or not 1 <= args.runs <= 20:
         parser.error("--size-mib 1..100, --fetches 1..1000, --runs 1..20")
+    print(f"# gateway ({sys.executable}): {gateway_build(sys.executable)}", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="mogateway-bench-media-") as tmp:
         for n in range(1, args.runs + 1):

@@ -50,6 +50,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     free_port,
+    gateway_build,
     median,
     percentile,
     process_tree,
@@ -320,6 +321,7 @@ def main() -> None:
         parser.error("--count 1-100000, --rate above 0, --per-body and --concurrency at least 1")
     if not 1 <= args.runs <= 20:
         parser.error("--runs 1-20")
+    print(f"# gateway ({sys.executable}): {gateway_build(sys.executable)}", flush=True)
     results = []
     sms_results: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="wa-bench-") as tmp:
