@@ -357,19 +357,7 @@ def main() -> None:
             counts = args.workers if n % 2 else args.workers[::-1]
             for workers in counts:
                 for watched in order if args.with_console else [False]:
-                    r = asyncio.run(
-                        one_run(
-                            args.count,
-                            args.concurrency,
-                            args.batch,
-                            Path(tmp),
-                            watched,
-                            workers,
-                            args.rate,
-                            args.python,
-                            args.reply_http,
-                        )
-                    )
+                    r = _run_once(args, Path(tmp), watched, workers, args.python)
                     results.setdefault((workers, watched), []).append(r)
                     print(f"run {n}{_label(workers, watched, args.with_console)}: {_describe(r)}", flush=True)
     for (workers, watched), runs in results.items():
@@ -385,6 +373,25 @@ def main() -> None:
             print(f"{workers} workers / {base}: {median(ratios):.2f}× (median of the per-run ratios)")
 
 
+def _run_once(
+    args: argparse.Namespace, workdir: Path, watched: bool, workers: int | None, python: str
+) -> dict[str, float]:
+    """One run of ``one_run`` with the command line's count, concurrency, batch, rate and reply channel."""
+    return asyncio.run(
+        one_run(
+            args.count,
+            args.concurrency,
+            args.batch,
+            workdir,
+            watched,
+            workers,
+            args.rate,
+            python,
+            args.reply_http,
+        )
+    )
+
+
 def _before_after(args: argparse.Namespace) -> None:
     """``--against``: each run measures both gateways, the order swapped every run; the medians of both
     and of the per-run ratios (this checkout / the other)."""
@@ -394,19 +401,7 @@ def _before_after(args: argparse.Namespace) -> None:
         for n in range(1, args.runs + 1):
             pairs = [(args.python, mine, "this"), (args.against, other, "against")]
             for python, into, name in pairs if n % 2 else pairs[::-1]:
-                r = asyncio.run(
-                    one_run(
-                        args.count,
-                        args.concurrency,
-                        args.batch,
-                        Path(tmp),
-                        False,
-                        args.workers[0],
-                        args.rate,
-                        python,
-                        args.reply_http,
-                    )
-                )
+                r = _run_once(args, Path(tmp), False, args.workers[0], python)
                 into.append(r)
                 print(f"run {n} ({name}, {python}): {_describe(r)}", flush=True)
     for name, runs in (("this", mine), ("against", other)):
