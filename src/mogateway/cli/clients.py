@@ -8,15 +8,8 @@ import typer
 from rich.table import Column, Table
 
 from mogateway.cli import dlt
-from mogateway.cli.common import (
-    JSON_OPTION,
-    TOKEN_OPTION,
-    URL_OPTION,
-    ApiClient,
-    admin_command,
-    console,
-    print_json,
-)
+from mogateway.cli.admin_command import admin_command
+from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 
 __all__ = ["register"]
 

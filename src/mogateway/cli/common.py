@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -16,7 +15,7 @@ from mogateway.cli.exit_codes import Exit
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["ApiClient", "admin_command", "console", "fail", "print_json"]
+__all__ = ["ApiClient", "console", "fail", "print_json"]
 
 
 class _LazyConsole:
@@ -220,25 +219,3 @@ TOKEN_OPTION = typer.Option(
     help="Bearer token (default: MOGATEWAY_ADMIN_TOKEN / _INGEST_TOKEN, or the local journal).",
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON for scripts.")
-
-
-def admin_command(
-    app: typer.Typer, name: str, doc: str, *, key: str, method: str, path: str, render: Callable[[Any], None]
-) -> None:
-    """Add ``name`` to ``app``: one admin API call about the thing the argument ``key`` names (its value
-    stands for ``{}`` in ``path``), the answer printed as JSON with ``--json``, else by ``render``.
-
-    The commands that are only that (show a client, rotate its token, replay a message...) are made
-    here, so that their options and output stay one; the argument is shown and reported as ``key``."""
-
-    def command(
-        value: str = typer.Argument(..., metavar=key),
-        url: str = URL_OPTION,
-        token: str | None = TOKEN_OPTION,
-        as_json: bool = JSON_OPTION,
-    ) -> None:
-        data = ApiClient(url, token, "admin").call(method, path.format(value))
-        print_json(data) if as_json else render(data)
-
-    command.__doc__ = doc
-    app.command(name)(command)

@@ -11,15 +11,8 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from mogateway.cli.common import (
-    JSON_OPTION,
-    TOKEN_OPTION,
-    URL_OPTION,
-    ApiClient,
-    admin_command,
-    console,
-    print_json,
-)
+from mogateway.cli.admin_command import admin_command
+from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 from mogateway.core.timeline import STATES, tone
 
 __all__ = ["messages_table", "register", "render_message"]
