@@ -99,6 +99,19 @@ def start_fast_app(port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
+def serve_command(
+    port: int, workers: int | None = None, *, python: str = sys.executable, config: Path | None = None
+) -> list[str]:
+    """``mogateway serve`` on ``port`` with ``python``: its own number of workers unless ``workers``,
+    its settings from the environment and from ``config`` when given."""
+    command = [python, "-m", "mogateway", "serve", "--port", str(port)]
+    if config is not None:
+        command += ["--config", str(config)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    return command
+
+
 def gateway_env(database: Path | str, **more: str) -> dict[str, str]:
     """The environment of a bench's gateway: its journal, the bench's tokens, callbacks to 127.0.0.1
     allowed, warnings only; ``more`` added (or replacing)."""

@@ -44,6 +44,7 @@ from _common import (
     gateway_env,
     percentile,
     process_tree,
+    serve_command,
     start,
     stop,
     tree_peak_rss_mib,
@@ -173,10 +174,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
     fast_app = start([sys.executable, "-c", FAST_APP, str(fast_port), "fast ok"])
     db = workdir / "isolation.db"
     env = gateway_env(db, MOGATEWAY_MAX_INFLIGHT=str(args.held + 2000))
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if args.workers:
-        command += ["--workers", str(args.workers)]
-    gateway = start(command, env, workdir / "gateway.log")
+    gateway = start(serve_command(gw_port, args.workers or None), env, workdir / "gateway.log")
     try:
         for port in (slow_port, fast_port, gw_port):
             await asyncio.to_thread(wait_port, port, 30)

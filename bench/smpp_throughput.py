@@ -83,6 +83,7 @@ from _common import (
     gateway_env,
     process_tree,
     register_client,
+    serve_command,
     start,
     stop,
     tree_cpu_seconds,
@@ -249,15 +250,11 @@ async def measure(
 
 
 def _gateway_command(gw_port: int, profile: str, workers: int | None, python: str) -> list[str]:
-    cmd = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if workers is not None:
-        cmd += ["--workers", str(workers)]
+    cmd = serve_command(gw_port, workers, python=python)
     if profile:
         py_spy = str(Path(sys.executable).parent / "py-spy")
-        cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
-        cmd += ["-o", profile, "--", python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-        if workers is not None:
-            cmd += ["--workers", str(workers)]
+        record = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
+        cmd = [*record, "-o", profile, "--", *cmd]
     return cmd
 
 

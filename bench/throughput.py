@@ -60,6 +60,7 @@ from _common import (
     peak_rss_mib,
     percentile,
     register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
@@ -239,10 +240,7 @@ async def one_run(
     if reply_http:  # each reply POSTed to a local MT endpoint (the fast application), not logged
         env["MOGATEWAY_REPLY_CHANNEL"] = "http"
         env["MOGATEWAY_REPLY_HTTP_URL"] = f"http://127.0.0.1:{app_port}/cb?to={{to}}"
-    command = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, env, workdir / f"gw-{gw_port}.log")
+    gateway = start(serve_command(gw_port, workers, python=python), env, workdir / f"gw-{gw_port}.log")
     try:
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"

@@ -40,6 +40,7 @@ from _common import (
     gateway_build,
     median,
     register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
@@ -92,10 +93,7 @@ async def one_run(
     db = workdir / f"media-{gw_port}.db"
     graph_url = f"http://127.0.0.1:{graph_port}"
     config = whatsapp_config(workdir / f"media-{gw_port}.toml", db, graph_url, top=_SETTINGS)
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port), "--config", str(config)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, {}, workdir / f"gw-{gw_port}.log")
+    gateway = start(serve_command(gw_port, workers, config=config), {}, workdir / f"gw-{gw_port}.log")
     size = size_mib * MiB
     try:
         wait_port(graph_port)

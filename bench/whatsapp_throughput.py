@@ -57,6 +57,7 @@ from _common import (
     median,
     percentile,
     register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
@@ -185,10 +186,7 @@ async def one_run(
     db = workdir / f"wa-{gw_port}.db"
     ca = f'graph_ca_file = "{certs.ca_file}"\n' if certs is not None else ""
     config = whatsapp_config(workdir / f"wa-{gw_port}.toml", db, graph_url, whatsapp=ca + extra)
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port), "--config", str(config)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, {}, workdir / f"gw-{gw_port}.log")
+    gateway = start(serve_command(gw_port, workers, config=config), {}, workdir / f"gw-{gw_port}.log")
     try:
         wait_port(graph_port)
         wait_port(gw_port)
