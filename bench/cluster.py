@@ -32,7 +32,7 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_seconds, free_port, percentile, start, start_fast_app, stop, wait_port
+from _common import free_port, percentile, start, start_fast_app, stop, tree_cpu_seconds, wait_port
 
 from mogateway.core.message import Message, Sender, message_id
 from mogateway.core.timeline import Change, Event, EventKind
@@ -53,8 +53,9 @@ def new_message_id() -> str:
 # ------------------------------------------------------------------------------------------ plumbing
 
 
-async def admin_sql(sql: str) -> None:
-    conn = await asyncpg.connect(PG_ADMIN, timeout=10)
+async def admin_sql(sql: str, url: str = PG_ADMIN) -> None:
+    """Run ``sql`` on the database at ``url`` (default: the server's admin database)."""
+    conn = await asyncpg.connect(url, timeout=10)
     try:
         await conn.execute(sql)
     finally:
@@ -76,16 +77,6 @@ async def create_database() -> tuple[str, str]:
 def server_pids(name: str) -> list[int]:
     out = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True, check=False).stdout
     return [int(p) for p in out.split()]
-
-
-def cpu_of(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            total += cpu_seconds(pid)
-        except OSError:
-            pass
-    return total
 
 
 def new_mo(n: int) -> Message:
@@ -205,7 +196,7 @@ async def wait_replied(url: str, count: int, timeout: float) -> tuple[float, lis
 
 
 async def cluster_run(nodes: int, url: str, count: int, batch: int, concurrency: int, logdir: Path) -> Any:
-    await admin_sql_in(url, "TRUNCATE messages, events, reply_refs, clients, settings")
+    await admin_sql("TRUNCATE messages, events, reply_refs, clients, settings", url)
     run = secrets.token_hex(4)
     nats = {
         "STREAM": f"MOGW_C_{run}",
@@ -254,11 +245,11 @@ async def cluster_run(nodes: int, url: str, count: int, batch: int, concurrency:
         resp.raise_for_status()
         await asyncio.sleep(2.5)  # every node's registry sees the client
         others = server_pids("postgres:") + server_pids("nats-server")
-        cpu0 = cpu_of([p.pid for p in procs]), cpu_of(others)
+        cpu0 = tree_cpu_seconds([p.pid for p in procs]), tree_cpu_seconds(others)
         started = time.time()
         ingest_s = await push(urls, count, batch, concurrency)
         last, latencies = await wait_replied(url, count, timeout=max(60.0, count / 50))
-        cpu1 = cpu_of([p.pid for p in procs]), cpu_of(others)
+        cpu1 = tree_cpu_seconds([p.pid for p in procs]), tree_cpu_seconds(others)
         return {
             "nodes": nodes,
             "ingest_mo_s": count / ingest_s,
@@ -273,14 +264,6 @@ async def cluster_run(nodes: int, url: str, count: int, batch: int, concurrency:
             stop(proc)
         stop(app)
         await drop_nats(nats["STREAM"], nats["NODES_BUCKET"])
-
-
-async def admin_sql_in(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 async def drop_nats(stream: str, bucket: str) -> None:

@@ -36,10 +36,21 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, percentile, process_tree, start, stop, tree_peak_rss_mib, wait_port
+from _common import (
+    ADMIN,
+    FAST_APP,
+    INGEST,
+    free_port,
+    gateway_env,
+    percentile,
+    process_tree,
+    serve_command,
+    start,
+    stop,
+    tree_peak_rss_mib,
+    wait_port,
+)
 
-ADMIN = "bench-admin-token-0123456789"
-INGEST = "bench-ingest-token-0123456789"
 SLOW, FAST = "11111", "22222"
 
 SLOW_APP = r"""
@@ -62,17 +73,6 @@ app = web.Application()
 app.router.add_post("/cb", handle)
 app.router.add_get("/stats", stats)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None, backlog=4096)
-"""
-
-FAST_APP = r"""
-import sys
-from aiohttp import web
-async def handle(request):
-    await request.read()
-    return web.Response(text="fast ok", content_type="text/plain")
-app = web.Application()
-app.router.add_post("/cb", handle)
-web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
 """
 
 
@@ -171,20 +171,10 @@ def states(db: Path) -> dict[tuple[str, str], int]:
 async def run(args: argparse.Namespace, workdir: Path) -> None:
     slow_port, fast_port, gw_port = free_port(), free_port(), free_port()
     slow_app = start([sys.executable, "-c", SLOW_APP, str(slow_port), str(args.hold_s)])
-    fast_app = start([sys.executable, "-c", FAST_APP, str(fast_port)])
+    fast_app = start([sys.executable, "-c", FAST_APP, str(fast_port), "fast ok"])
     db = workdir / "isolation.db"
-    env = {
-        "MOGATEWAY_DATABASE": str(db),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_LOG_LEVEL": "warning",
-        "MOGATEWAY_MAX_INFLIGHT": str(args.held + 2000),
-    }
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if args.workers:
-        command += ["--workers", str(args.workers)]
-    gateway = start(command, env, workdir / "gateway.log")
+    env = gateway_env(db, MOGATEWAY_MAX_INFLIGHT=str(args.held + 2000))
+    gateway = start(serve_command(gw_port, args.workers or None), env, workdir / "gateway.log")
     try:
         for port in (slow_port, fast_port, gw_port):
             await asyncio.to_thread(wait_port, port, 30)

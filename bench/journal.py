@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +28,8 @@ from pathlib import Path
 
 if "--src" in sys.argv[:-1]:  # before mogateway is imported: the journal of another checkout
     sys.path.insert(0, sys.argv[sys.argv.index("--src") + 1])
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import journal_parser, print_journal_runs
 
 from mogateway.core.message import Message, Sender, id_for_source, message_id
 from mogateway.core.timeline import Change, Event, EventKind
@@ -109,11 +110,7 @@ async def one_run(args: argparse.Namespace, path: Path) -> tuple[float, float, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--count", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser = journal_parser(__doc__)
     parser.add_argument("--sync", choices=("full", "normal"), default="full")
     parser.add_argument(
         "--ids",
@@ -129,7 +126,6 @@ def main() -> None:
         default=600.0,
         help="--ids content: the window looked up for repeats (0: none)",
     )
-    parser.add_argument("--src", help="import mogateway from this src/ directory (A/B)")
     args = parser.parse_args()
     try:
         import uvloop
@@ -137,21 +133,9 @@ def main() -> None:
         run = uvloop.run
     except ImportError:
         run = asyncio.run
-    results = []
     with tempfile.TemporaryDirectory(prefix="mogw-journal-") as tmp:
-        for n in range(1, args.runs + 1):
-            r = run(one_run(args, Path(tmp) / f"run{n}.db"))
-            results.append(r)
-            print(
-                f"run {n}: store {r[0]:,.0f} MO/s ({r[1]:.0f} µs CPU/MO); "
-                f"outcome + reply {r[2]:,.0f} MO/s ({r[3]:.0f} µs CPU/MO)",
-                flush=True,
-            )
-    med = [statistics.median(col) for col in zip(*results, strict=True)]
-    print(
-        f"median of {len(results)}: store {med[0]:,.0f} MO/s ({med[1]:.0f} µs CPU/MO); "
-        f"outcome + reply {med[2]:,.0f} MO/s ({med[3]:.0f} µs CPU/MO)"
-    )
+        runs = (run(one_run(args, Path(tmp) / f"run{n}.db")) for n in range(1, args.runs + 1))
+        print_journal_runs(runs, "CPU")
 
 
 if __name__ == "__main__":

@@ -14,18 +14,18 @@ run it with nothing else using that server). ``--src`` runs the journal of anoth
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
-import statistics
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 if "--src" in sys.argv[:-1]:  # before mogateway is imported: the journal of another checkout
     sys.path.insert(0, sys.argv[sys.argv.index("--src") + 1])
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import asyncpg
+from _common import journal_parser, print_journal_runs
 
 from mogateway.core.message import Message, Sender, message_id
 from mogateway.core.timeline import Change, Event, EventKind
@@ -121,32 +121,15 @@ async def _measure(journal: PostgresJournal, count: int) -> tuple[float, float, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--count", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser = journal_parser(__doc__)
     parser.add_argument(
         "--url",
         default="postgresql://postgres@127.0.0.1:5432/test",
         help="a database of the server to measure (the bench makes its own beside it)",
     )
-    parser.add_argument("--src", help="import mogateway from this src/ directory (A/B)")
     args = parser.parse_args()
-    results = []
-    for n in range(1, args.runs + 1):
-        r = asyncio.run(one_run(args.url, args.count))
-        results.append(r)
-        print(
-            f"run {n}: store {r[0]:,.0f} MO/s ({r[1]:.0f} µs PostgreSQL CPU/MO); "
-            f"outcome + reply {r[2]:,.0f} MO/s ({r[3]:.0f} µs PostgreSQL CPU/MO)",
-            flush=True,
-        )
-    med = [statistics.median(col) for col in zip(*results, strict=True)]
-    print(
-        f"median of {len(results)}: store {med[0]:,.0f} MO/s ({med[1]:.0f} µs PostgreSQL CPU/MO); "
-        f"outcome + reply {med[2]:,.0f} MO/s ({med[3]:.0f} µs PostgreSQL CPU/MO)"
-    )
+    runs = (asyncio.run(one_run(args.url, args.count)) for _ in range(args.runs))
+    print_journal_runs(runs, "PostgreSQL CPU")
 
 
 if __name__ == "__main__":

@@ -76,13 +76,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     free_port,
     gateway_build,
+    gateway_env,
     process_tree,
+    register_client,
+    serve_command,
     start,
     stop,
     tree_cpu_seconds,
@@ -92,8 +93,6 @@ from _common import (
 
 from mogateway.testing.smsc import SimulatedSmsc
 
-ADMIN = "bench-admin-token-0123456789"
-INGEST = "bench-ingest-token-0123456789"
 REPLY = b"OK thanks"
 SHORTCODE = "56767"
 
@@ -251,15 +250,11 @@ async def measure(
 
 
 def _gateway_command(gw_port: int, profile: str, workers: int | None, python: str) -> list[str]:
-    cmd = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if workers is not None:
-        cmd += ["--workers", str(workers)]
+    cmd = serve_command(gw_port, workers, python=python)
     if profile:
         py_spy = str(Path(sys.executable).parent / "py-spy")
-        cmd = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
-        cmd += ["-o", profile, "--", python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-        if workers is not None:
-            cmd += ["--workers", str(workers)]
+        record = [py_spy, "record", "-r", "200", "--idle", "--threads", "--subprocesses", "-f", "raw"]
+        cmd = [*record, "-o", profile, "--", *cmd]
     return cmd
 
 
@@ -345,14 +340,7 @@ async def run_mogateway(
         # on disk before the gateway starts: else its first checkpoint's fsync writes the whole copy
         with open(database, "rb+") as copy:
             os.fsync(copy.fileno())
-    env = {
-        "MOGATEWAY_DATABASE": str(database),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_LOG_LEVEL": "warning",
-        "MOGATEWAY_SMPP": json.dumps({"binds": binds}),
-    }
+    env = gateway_env(database, MOGATEWAY_SMPP=json.dumps({"binds": binds}))
     if args.gateway_src:  # A/B runs: the gateway from another source tree (e.g. before a change)
         env["PYTHONPATH"] = str(Path(args.gateway_src).resolve())
     name = gateway_name(workers, python)
@@ -362,21 +350,13 @@ async def run_mogateway(
     pid = gateway.pid
     try:
         await asyncio.to_thread(wait_port, gw_port, 30)
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(
-                f"http://127.0.0.1:{gw_port}/v1/clients",
-                json={
-                    "name": "bench",
-                    "shortcodes": [SHORTCODE],
-                    "callback_url": f"http://127.0.0.1:{app_port}/cb",
-                    "max_concurrency": args.max_pending,
-                },
-                headers={"authorization": f"Bearer {ADMIN}"},
-            ) as r,
-        ):
-            if r.status != 201:
-                raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
+        client = {
+            "name": "bench",
+            "shortcodes": [SHORTCODE],
+            "callback_url": f"http://127.0.0.1:{app_port}/cb",
+            "max_concurrency": args.max_pending,
+        }
+        await register_client(f"http://127.0.0.1:{gw_port}", client)
         for smsc in smscs:
             await smsc.wait_bound(30)
         await asyncio.sleep(0.5)

@@ -50,22 +50,22 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
+    ADMIN,
+    INGEST,
+    TreeMeter,
     free_port,
     gateway_build,
+    gateway_env,
     median,
     peak_rss_mib,
     percentile,
-    process_tree,
+    register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
-    tree_cpu_seconds,
-    tree_peak_rss_mib,
     wait_port,
 )
-
-ADMIN = "bench-admin-token-0123456789"
-INGEST = "bench-ingest-token-0123456789"
 
 
 async def ceiling(url: str, count: int, concurrency: int) -> float:
@@ -236,47 +236,29 @@ async def one_run(
     app_port, gw_port = free_port(), free_port()
     app = start_fast_app(app_port)
     db = workdir / f"bench-{gw_port}.db"
-    env = {
-        "MOGATEWAY_DATABASE": str(db),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_LOG_LEVEL": "warning",
-    }
+    env = gateway_env(db)
     if reply_http:  # each reply POSTed to a local MT endpoint (the fast application), not logged
         env["MOGATEWAY_REPLY_CHANNEL"] = "http"
         env["MOGATEWAY_REPLY_HTTP_URL"] = f"http://127.0.0.1:{app_port}/cb?to={{to}}"
-    command = [python, "-m", "mogateway", "serve", "--port", str(gw_port)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, env, workdir / f"gw-{gw_port}.log")
+    gateway = start(serve_command(gw_port, workers, python=python), env, workdir / f"gw-{gw_port}.log")
     try:
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"
         cb = f"http://127.0.0.1:{app_port}/cb"
         ceiling_rate = float("nan") if skip_ceiling else await ceiling(cb, count, concurrency)
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(
-                f"{base}/v1/clients",
-                json={
-                    "name": "bench",
-                    "shortcodes": ["56767"],
-                    "callback_url": cb,
-                    "max_concurrency": concurrency,
-                },
-                headers={"authorization": f"Bearer {ADMIN}"},
-            ) as r,
-        ):
-            if r.status != 201:
-                raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
+        client = {
+            "name": "bench",
+            "shortcodes": ["56767"],
+            "callback_url": cb,
+            "max_concurrency": concurrency,
+        }
+        await register_client(base, client)
         stop_watching = asyncio.Event()
         watcher = asyncio.create_task(watch(base, stop_watching)) if watched else None
         if watcher is not None:
             await asyncio.sleep(2.5)  # signed in, streaming, polled once: the operator is looking
         await asyncio.sleep(0.5)  # every worker is up (the port answers as soon as one is)
-        tree = process_tree(gateway.pid)
-        cpu_before = tree_cpu_seconds(tree)
+        meter = TreeMeter(gateway.pid)
         if rate is None:
             await push(base, count, batch)
         else:
@@ -290,12 +272,12 @@ async def one_run(
             stop_watching.set()
             if await watcher == 0:
                 raise RuntimeError("the stats poller read nothing")
-        cpu_per_mo_us = (tree_cpu_seconds(tree) - cpu_before) / count * 1e6
+        cpu_per_mo_us = meter.cpu_seconds() / count * 1e6
         lat, to_callback, first, last = latencies(db)
-        rss = tree_peak_rss_mib(tree)
+        rss = meter.peak_rss_mib()
         # the supervisor is the process started; its children are the workers (none with one worker)
         supervisor_rss = peak_rss_mib(gateway.pid)
-        workers_rss = [peak_rss_mib(pid) for pid in tree if pid != gateway.pid]
+        workers_rss = [peak_rss_mib(pid) for pid in meter.pids if pid != gateway.pid]
     finally:
         stop(gateway)
         stop(app)
@@ -373,19 +355,7 @@ def main() -> None:
             counts = args.workers if n % 2 else args.workers[::-1]
             for workers in counts:
                 for watched in order if args.with_console else [False]:
-                    r = asyncio.run(
-                        one_run(
-                            args.count,
-                            args.concurrency,
-                            args.batch,
-                            Path(tmp),
-                            watched,
-                            workers,
-                            args.rate,
-                            args.python,
-                            args.reply_http,
-                        )
-                    )
+                    r = _run_once(args, Path(tmp), watched, workers, args.python)
                     results.setdefault((workers, watched), []).append(r)
                     print(f"run {n}{_label(workers, watched, args.with_console)}: {_describe(r)}", flush=True)
     for (workers, watched), runs in results.items():
@@ -401,6 +371,25 @@ def main() -> None:
             print(f"{workers} workers / {base}: {median(ratios):.2f}× (median of the per-run ratios)")
 
 
+def _run_once(
+    args: argparse.Namespace, workdir: Path, watched: bool, workers: int | None, python: str
+) -> dict[str, float]:
+    """One run of ``one_run`` with the command line's count, concurrency, batch, rate and reply channel."""
+    return asyncio.run(
+        one_run(
+            args.count,
+            args.concurrency,
+            args.batch,
+            workdir,
+            watched,
+            workers,
+            args.rate,
+            python,
+            args.reply_http,
+        )
+    )
+
+
 def _before_after(args: argparse.Namespace) -> None:
     """``--against``: each run measures both gateways, the order swapped every run; the medians of both
     and of the per-run ratios (this checkout / the other)."""
@@ -410,19 +399,7 @@ def _before_after(args: argparse.Namespace) -> None:
         for n in range(1, args.runs + 1):
             pairs = [(args.python, mine, "this"), (args.against, other, "against")]
             for python, into, name in pairs if n % 2 else pairs[::-1]:
-                r = asyncio.run(
-                    one_run(
-                        args.count,
-                        args.concurrency,
-                        args.batch,
-                        Path(tmp),
-                        False,
-                        args.workers[0],
-                        args.rate,
-                        python,
-                        args.reply_http,
-                    )
-                )
+                r = _run_once(args, Path(tmp), False, args.workers[0], python)
                 into.append(r)
                 print(f"run {n} ({name}, {python}): {_describe(r)}", flush=True)
     for name, runs in (("this", mine), ("against", other)):

@@ -33,49 +33,29 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
+    APP_SECRET,
+    BUSINESS,
+    TreeMeter,
     free_port,
     gateway_build,
     median,
-    process_tree,
+    register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
-    tree_cpu_seconds,
-    tree_peak_rss_mib,
     wait_port,
+    whatsapp_config,
 )
 
 from mogateway.core.whatsapp import SIGNATURE_HEADER, sign_body
 from mogateway.testing.fake_graph import webhooks as wh
 
-ADMIN = "bench-admin-token-0123456789"
-APP_SECRET = "bench-app-secret-0123456789"
-PNID = "106540352242922"  # the fake Graph API's default number and token
-BUSINESS = "919876543210"
 MiB = 1024 * 1024
-
-
-def _config(path: Path, db: Path, graph_url: str) -> Path:
-    path.write_text(
-        f"""database = "{db}"
-admin_token = "{ADMIN}"
-allow_private_callbacks = true
-log_level = "warning"
-public_url = "https://gw.bench.test"
+#: ``public_url`` makes callbacks carry the signed media ``url``.
+_SETTINGS = """public_url = "https://gw.bench.test"
 whatsapp_media_client_concurrency = 64
-
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "bench-verify-token"
-graph_url = "{graph_url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
 """
-    )
-    return path
 
 
 async def _fetch_all(url: str, token: str, fetches: int, concurrency: int, size: int, digest: str) -> float:
@@ -111,30 +91,21 @@ async def one_run(
         log=workdir / f"graph-{graph_port}.log",
     )
     db = workdir / f"media-{gw_port}.db"
-    config = _config(workdir / f"media-{gw_port}.toml", db, f"http://127.0.0.1:{graph_port}")
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port), "--config", str(config)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, {}, workdir / f"gw-{gw_port}.log")
+    graph_url = f"http://127.0.0.1:{graph_port}"
+    config = whatsapp_config(workdir / f"media-{gw_port}.toml", db, graph_url, top=_SETTINGS)
+    gateway = start(serve_command(gw_port, workers, config=config), {}, workdir / f"gw-{gw_port}.log")
     size = size_mib * MiB
     try:
         wait_port(graph_port)
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"
-        graph_url = f"http://127.0.0.1:{graph_port}"
+        client = {
+            "name": "bench",
+            "whatsapp_numbers": [BUSINESS],
+            "callback_url": f"http://127.0.0.1:{app_port}/cb",
+        }
+        token = (await register_client(base, client))["token"]
         async with aiohttp.ClientSession() as session:
-            async with session.post(
-                f"{base}/v1/clients",
-                json={
-                    "name": "bench",
-                    "whatsapp_numbers": [BUSINESS],
-                    "callback_url": f"http://127.0.0.1:{app_port}/cb",
-                },
-                headers={"authorization": f"Bearer {ADMIN}"},
-            ) as r:
-                if r.status != 201:
-                    raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
-                token = (await r.json())["token"]
             async with session.post(f"{graph_url}/__fake/media", json={"size": size, "seed": 1}) as r:
                 media = await r.json()
             body = wh.encode(
@@ -148,11 +119,10 @@ async def one_run(
         await asyncio.sleep(0.5)  # every worker is up (the port answers as soon as one is)
         url = f"{base}/v1/whatsapp/media/{message_id}"
         await _fetch_all(url, token, 2, 2, size, media["sha256_hex"])  # warm: every path run once
-        tree = process_tree(gateway.pid)
-        cpu_before = tree_cpu_seconds(tree)
+        meter = TreeMeter(gateway.pid)
         wall = await _fetch_all(url, token, fetches, concurrency, size, media["sha256_hex"])
-        cpu = tree_cpu_seconds(tree) - cpu_before
-        rss = tree_peak_rss_mib(tree)
+        cpu = meter.cpu_seconds()
+        rss = meter.peak_rss_mib()
     finally:
         stop(gateway)
         stop(app)

@@ -49,51 +49,27 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
+    APP_SECRET,
+    BUSINESS,
+    TreeMeter,
     free_port,
     gateway_build,
     median,
     percentile,
-    process_tree,
+    register_client,
+    serve_command,
     start,
     start_fast_app,
     stop,
-    tree_cpu_seconds,
-    tree_peak_rss_mib,
     wait_port,
+    whatsapp_config,
 )
 
 from mogateway.core.whatsapp import SIGNATURE_HEADER, sign_body
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.tls import make_certificates
 
-ADMIN = "bench-admin-token-0123456789"
-APP_SECRET = "bench-app-secret-0123456789"
-PNID = "106540352242922"  # the fake Graph API's default number and token
-BUSINESS = "919876543210"
-GRAPH_TOKEN = "rehearsal-token"
 WEBHOOK = "/v1/whatsapp/webhook"
-
-
-def _config(path: Path, db: Path, graph_url: str, ca_file: Path | None, extra: str = "") -> Path:
-    ca = f'graph_ca_file = "{ca_file}"\n' if ca_file is not None else ""
-    path.write_text(
-        f"""database = "{db}"
-admin_token = "{ADMIN}"
-allow_private_callbacks = true
-log_level = "warning"
-
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "bench-verify-token"
-graph_url = "{graph_url}"
-{ca}{extra}
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "{GRAPH_TOKEN}"
-"""
-    )
-    return path
 
 
 def _bodies(count: int, per_body: int) -> list[tuple[bytes, list[str]]]:
@@ -208,34 +184,23 @@ async def one_run(
     scheme = "https" if certs is not None else "http"
     graph_url = f"{scheme}://127.0.0.1:{graph_port}"
     db = workdir / f"wa-{gw_port}.db"
-    config = _config(workdir / f"wa-{gw_port}.toml", db, graph_url, certs.ca_file if certs else None, extra)
-    command = [sys.executable, "-m", "mogateway", "serve", "--port", str(gw_port), "--config", str(config)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    gateway = start(command, {}, workdir / f"gw-{gw_port}.log")
+    ca = f'graph_ca_file = "{certs.ca_file}"\n' if certs is not None else ""
+    config = whatsapp_config(workdir / f"wa-{gw_port}.toml", db, graph_url, whatsapp=ca + extra)
+    gateway = start(serve_command(gw_port, workers, config=config), {}, workdir / f"gw-{gw_port}.log")
     try:
         wait_port(graph_port)
         wait_port(gw_port)
         base = f"http://127.0.0.1:{gw_port}"
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(
-                f"{base}/v1/clients",
-                json={
-                    "name": "bench",
-                    "whatsapp_numbers": [BUSINESS],
-                    "callback_url": f"http://127.0.0.1:{app_port}/cb",
-                    "max_concurrency": 64,
-                },
-                headers={"authorization": f"Bearer {ADMIN}"},
-            ) as r,
-        ):
-            if r.status != 201:
-                raise RuntimeError(f"client registration failed: {r.status} {await r.text()}")
+        client = {
+            "name": "bench",
+            "whatsapp_numbers": [BUSINESS],
+            "callback_url": f"http://127.0.0.1:{app_port}/cb",
+            "max_concurrency": 64,
+        }
+        await register_client(base, client)
         await asyncio.sleep(0.5)  # every worker is up (the port answers as soon as one is)
         bodies = _bodies(count, per_body)
-        tree = process_tree(gateway.pid)
-        cpu_before = tree_cpu_seconds(tree)
+        meter = TreeMeter(gateway.pid)
         sent_at, answers, refused = await _offer(base + WEBHOOK, bodies, rate, per_body, concurrency)
         deadline = time.monotonic() + 300
         while _finished(db) < count:
@@ -244,8 +209,8 @@ async def one_run(
                 raise RuntimeError(f"only {_finished(db)} of {count} finished after {why}; logs in {workdir}")
             await asyncio.sleep(0.2)
         states = _states(db)
-        cpu_us = (tree_cpu_seconds(tree) - cpu_before) / count * 1e6
-        rss = tree_peak_rss_mib(tree)
+        cpu_us = meter.cpu_seconds() / count * 1e6
+        rss = meter.peak_rss_mib()
         replies = _reply_instants(db)
         client_tls = ssl.create_default_context(cafile=str(certs.ca_file)) if certs else None
         async with (

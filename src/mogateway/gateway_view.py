@@ -10,22 +10,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mogateway.config import Settings
-from mogateway.core.ports import Journal, MessageRecord, NodeDirectory
+from mogateway.core.ports import Journal, MessageRecord
 from mogateway.service.intake import Intake
 from mogateway.service.registry import Registry
-from mogateway.service.stats import StatsService
+from mogateway.service.stats import ClusterView, StatsService
 
 __all__ = ["ClusterView", "GatewayView"]
-
-
-class ClusterView(Protocol):
-    """This node's place among the nodes, as ``GET /v1/nodes`` reads it."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def directory(self) -> NodeDirectory: ...
 
 
 class GatewayView(Protocol):

@@ -8,6 +8,7 @@ import typer
 from rich.table import Column, Table
 
 from mogateway.cli import dlt
+from mogateway.cli.admin_command import admin_command
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 
 __all__ = ["register"]
@@ -127,31 +128,23 @@ def list_(url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool
     console.print(table)
 
 
-@clients_app.command("show")
-def show(
-    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
-) -> None:
-    """Show one client application."""
-    client = ApiClient(url, token, "admin").call("GET", f"/v1/clients/{client_id}")
-    print_json(client) if as_json else _show(client)
-
-
-@clients_app.command("rotate-token")
-def rotate(
-    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
-) -> None:
-    """Give a client a new bearer token (the old one stops being sent at once)."""
-    client = ApiClient(url, token, "admin").call("POST", f"/v1/clients/{client_id}/token")
-    print_json(client) if as_json else _show(client)
-
-
-@clients_app.command("rotate-secret")
-def rotate_secret(
-    client_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
-) -> None:
-    """Give a signing client a new signing secret; the old one also signs until the grace period ends."""
-    client = ApiClient(url, token, "admin").call("POST", f"/v1/clients/{client_id}/signing-secret")
-    print_json(client) if as_json else _show(client)
+# The commands that are one call about a client, its answer shown: name, method, path, help.
+for _name, _method, _path, _help in (
+    ("show", "GET", "/v1/clients/{}", "Show one client application."),
+    (
+        "rotate-token",
+        "POST",
+        "/v1/clients/{}/token",
+        "Give a client a new bearer token (the old one stops being sent at once).",
+    ),
+    (
+        "rotate-secret",
+        "POST",
+        "/v1/clients/{}/signing-secret",
+        "Give a signing client a new signing secret; the old one also signs until the grace period ends.",
+    ),
+):
+    admin_command(clients_app, _name, _help, key="client_id", method=_method, path=_path, render=_show)
 
 
 @clients_app.command("signing")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
+from mogateway.cli.admin_command import admin_command
 from mogateway.cli.common import JSON_OPTION, TOKEN_OPTION, URL_OPTION, ApiClient, console, print_json
 from mogateway.core.timeline import STATES, tone
 
@@ -162,22 +163,22 @@ def list_(
     console.print(messages_table(data["messages"], console.width))
 
 
-@messages_app.command("show")
-def show(
-    message_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
-) -> None:
-    """Show one message with its whole timeline."""
-    data = ApiClient(url, token, "admin").call("GET", f"/v1/messages/{message_id}")
-    print_json(data) if as_json else render_message(data)
+def _print_state(data: dict[str, Any]) -> None:
+    console.print(f"{data['id']} {data['state']}")
 
 
-@messages_app.command("replay")
-def replay(
-    message_id: str, url: str = URL_OPTION, token: str | None = TOKEN_OPTION, as_json: bool = JSON_OPTION
-) -> None:
-    """Call the callback again for a finished message (a reply, if any, is sent)."""
-    data = ApiClient(url, token, "admin").call("POST", f"/v1/messages/{message_id}/replay")
-    print_json(data) if as_json else console.print(f"{data['id']} {data['state']}")
+# The commands that are one call about a message, its answer shown: name, method, path, how, help.
+for _name, _method, _path, _render, _help in (
+    ("show", "GET", "/v1/messages/{}", render_message, "Show one message with its whole timeline."),
+    (
+        "replay",
+        "POST",
+        "/v1/messages/{}/replay",
+        _print_state,
+        "Call the callback again for a finished message (a reply, if any, is sent).",
+    ),
+):
+    admin_command(messages_app, _name, _help, key="message_id", method=_method, path=_path, render=_render)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ when every callback ended alike.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,6 +20,12 @@ from mogateway.testing.defaults import DEFAULT_BUSINESS_NUMBER, DEFAULT_SHORTCOD
 __all__ = ["register", "simulate"]
 
 _WA = "WhatsApp message (--whatsapp)"
+
+
+def _wa_option(flag: str, help: str, **more: Any) -> Any:
+    """An option of the WhatsApp message (None: not given), listed in the help's WhatsApp panel."""
+    return typer.Option(None, flag, help=help, rich_help_panel=_WA, **more)
+
 
 _EPILOG = (
     "Exit codes: 0 reply, 1 mixed outcomes (--repeat), 2 usage error, 3 blank, 4 timeout, "
@@ -68,60 +75,28 @@ def simulate(
         "(system: refused, as the gateway never calls a system notice back.)",
         rich_help_panel=_WA,
     ),
-    media_id: str | None = typer.Option(
-        None, "--media-id", help="Meta's media id (media).", rich_help_panel=_WA
-    ),
-    mime_type: str | None = typer.Option(
-        None, "--mime-type", help="The MIME type (media).", rich_help_panel=_WA
-    ),
-    filename: str | None = typer.Option(
-        None, "--filename", help="The file name (document).", rich_help_panel=_WA
-    ),
-    file_size: int | None = typer.Option(
-        None, "--file-size", min=0, help="The size in bytes (document).", rich_help_panel=_WA
-    ),
-    voice: bool | None = typer.Option(
-        None, "--voice/--no-voice", help="A voice note or not (audio; default voice).", rich_help_panel=_WA
-    ),
-    animated: bool | None = typer.Option(
-        None, "--animated/--static", help="An animated sticker or not (sticker).", rich_help_panel=_WA
-    ),
-    latitude: float | None = typer.Option(
-        None, "--latitude", help="Latitude (location).", rich_help_panel=_WA
-    ),
-    longitude: float | None = typer.Option(
-        None, "--longitude", help="Longitude (location).", rich_help_panel=_WA
-    ),
-    address: str | None = typer.Option(None, "--address", help="Address (location).", rich_help_panel=_WA),
-    phone: str | None = typer.Option(
-        None, "--phone", help="The card's phone (contacts).", rich_help_panel=_WA
-    ),
-    reply_id: str | None = typer.Option(
-        None,
+    media_id: str | None = _wa_option("--media-id", "Meta's media id (media)."),
+    mime_type: str | None = _wa_option("--mime-type", "The MIME type (media)."),
+    filename: str | None = _wa_option("--filename", "The file name (document)."),
+    file_size: int | None = _wa_option("--file-size", "The size in bytes (document).", min=0),
+    voice: bool | None = _wa_option("--voice/--no-voice", "A voice note or not (audio; default voice)."),
+    animated: bool | None = _wa_option("--animated/--static", "An animated sticker or not (sticker)."),
+    latitude: float | None = _wa_option("--latitude", "Latitude (location)."),
+    longitude: float | None = _wa_option("--longitude", "Longitude (location)."),
+    address: str | None = _wa_option("--address", "Address (location)."),
+    phone: str | None = _wa_option("--phone", "The card's phone (contacts)."),
+    reply_id: str | None = _wa_option(
         "--reply-id",
-        help="The button's or list row's id (interactive, button_reply, list_reply); the payload (button).",
-        rich_help_panel=_WA,
+        "The button's or list row's id (interactive, button_reply, list_reply); the payload (button).",
     ),
-    description: str | None = typer.Option(
-        None, "--description", help="The list row's description (list_reply).", rich_help_panel=_WA
+    description: str | None = _wa_option("--description", "The list row's description (list_reply)."),
+    reacted_to: str | None = _wa_option("--reacted-to", "The wamid reacted to (reaction)."),
+    reply_to: str | None = _wa_option(
+        "--reply-to", "Any type: the wamid of the business's message it replies to."
     ),
-    reacted_to: str | None = typer.Option(
-        None, "--reacted-to", help="The wamid reacted to (reaction).", rich_help_panel=_WA
-    ),
-    reply_to: str | None = typer.Option(
-        None,
-        "--reply-to",
-        help="Any type: the wamid of the business's message it replies to.",
-        rich_help_panel=_WA,
-    ),
-    forwarded: str | None = typer.Option(
-        None, "--forwarded", help="Any type: forwarded 'once' or 'frequently'.", rich_help_panel=_WA
-    ),
-    referral: str | None = typer.Option(
-        None,
-        "--referral",
-        help="Any type: the click-to-WhatsApp ad's URL the person came from.",
-        rich_help_panel=_WA,
+    forwarded: str | None = _wa_option("--forwarded", "Any type: forwarded 'once' or 'frequently'."),
+    referral: str | None = _wa_option(
+        "--referral", "Any type: the click-to-WhatsApp ad's URL the person came from."
     ),
     msisdn: str = typer.Option("919812345678", help="Sender, an Indian mobile number."),
     operator: str = typer.Option("", help="sender.operator (e.g. airtel)."),

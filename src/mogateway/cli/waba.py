@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -125,6 +125,12 @@ class _UsageError(Exception):
 
 def _usage(message: str) -> _UsageError:
     return _UsageError(message)
+
+
+def _refuse(console: Console, text: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
+    """Print ``text`` (rich markup, escaped by the caller) as one ✗ line and exit with ``code``."""
+    console.print(f"[red]✗[/red] {text}")
+    raise typer.Exit(code) from None
 
 
 def _request_lines(request: GraphRequest, client_url: str, secrets: list[str]) -> list[str]:
@@ -256,15 +262,10 @@ def migrate(
             assume_yes=yes,
         )
         options.validate()
-    except PhoneError as exc:
-        err.print(f"[red]✗[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    except _UsageError as exc:
-        err.print(f"[red]✗[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    except (PhoneError, _UsageError) as exc:
+        _refuse(err, escape(str(exc)))
     except MigrationStopped as stop:
-        err.print(f"[red]✗[/red] {escape(_redact(stop.title, *secrets))}")
-        raise typer.Exit(stop.exit_code) from None
+        _refuse(err, escape(_redact(stop.title, *secrets)), stop.exit_code)
 
     state_file = StateFile(state_path)
     if dry_run:
@@ -302,11 +303,9 @@ def migrate(
             )
             raise typer.Exit(ExitCode.INTERRUPTED) from None
         except StateFileError as exc:
-            err.print(f"[red]✗[/red] {escape(str(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
+            _refuse(err, escape(str(exc)))
         except OSError as exc:
-            err.print(f"[red]✗[/red] cannot write the state file {state_path}: {escape(str(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
+            _refuse(err, f"cannot write the state file {state_path}: {escape(str(exc))}")
 
     table = Table(title=f"{number.e164} on the Cloud API", show_header=False)
     for key in (
@@ -399,20 +398,17 @@ def fake_graph(
     try:
         world = load_fixtures(fixtures) if fixtures else default_fixtures()
     except (OSError, ValueError) as exc:
-        out.print(f"[red]✗[/red] cannot load fixtures: {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        _refuse(out, f"cannot load fixtures: {escape(str(exc))}")
 
     context: ssl.SSLContext | None = None
     if (tls_cert is None) != (tls_key is None):
-        out.print("[red]✗[/red] --tls-cert and --tls-key go together")
-        raise typer.Exit(ExitCode.USAGE)
+        _refuse(out, "--tls-cert and --tls-key go together")
     if tls_cert is not None and tls_key is not None:
         try:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             context.load_cert_chain(tls_cert, tls_key)
         except (OSError, ssl.SSLError) as exc:
-            out.print(f"[red]✗[/red] cannot load the certificate: {escape(str(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
+            _refuse(out, f"cannot load the certificate: {escape(str(exc))}")
 
     def ready(url: str) -> None:
         out.print(f"Fake Graph API on [bold]{url}[/bold] (Ctrl-C to stop)")
@@ -431,8 +427,7 @@ def fake_graph(
     try:
         serve_forever(world, "127.0.0.1", port, ready, context)
     except OSError as exc:
-        out.print(f"[red]✗[/red] cannot listen on 127.0.0.1:{port}: {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        _refuse(out, f"cannot listen on 127.0.0.1:{port}: {escape(str(exc))}")
 
 
 def register(app: typer.Typer) -> None:

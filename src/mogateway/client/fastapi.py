@@ -63,6 +63,17 @@ def reply_response(text: str | WhatsAppAnswer | None) -> Response:
     return _to_response(reply(text) if text else no_reply())
 
 
+async def _verified_body(request: Request, endpoint: CallbackEndpoint) -> bytes | CallbackResponse:
+    """The body of a request with a valid token and signature, else the refusal to send (401, 413)."""
+    refused = endpoint.authorize(request.headers.get("authorization"))
+    if refused is not None:
+        return refused
+    body = await _read_limited(request, endpoint)
+    if body is None:
+        return endpoint.too_large()
+    return endpoint.check_signature(body, request.headers) or body
+
+
 async def _read_limited(request: Request, endpoint: CallbackEndpoint) -> bytes | None:
     """The body, or None when it is over the limit (read no further than the limit)."""
     if endpoint.declared_too_large(request.headers.get("content-length")):
@@ -112,15 +123,9 @@ def callback_router(
         },
     )
     async def inbound_sms(request: Request) -> Response:
-        refused = endpoint.authorize(request.headers.get("authorization"))
-        if refused is not None:
-            return _to_response(refused)
-        body = await _read_limited(request, endpoint)
-        if body is None:
-            return _to_response(endpoint.too_large())
-        refused = endpoint.check_signature(body, request.headers)
-        if refused is not None:
-            return _to_response(refused)
+        body = await _verified_body(request, endpoint)
+        if isinstance(body, CallbackResponse):
+            return _to_response(body)
         return _to_response(await endpoint.handle(body, request.headers.get(MESSAGE_ID_HEADER)))
 
     return router
@@ -156,15 +161,9 @@ def message_dependency(
     )
 
     async def inbound_message(request: Request) -> InboundMessage:
-        refused = endpoint.authorize(request.headers.get("authorization"))
-        if refused is not None:
-            raise CallbackRejected(refused)
-        body = await _read_limited(request, endpoint)
-        if body is None:
-            raise CallbackRejected(endpoint.too_large())
-        refused = endpoint.check_signature(body, request.headers)
-        if refused is not None:
-            raise CallbackRejected(refused)
+        body = await _verified_body(request, endpoint)
+        if isinstance(body, CallbackResponse):
+            raise CallbackRejected(body)
         parsed = endpoint.parse(body, request.headers.get(MESSAGE_ID_HEADER))
         if isinstance(parsed, CallbackResponse):
             raise CallbackRejected(parsed)

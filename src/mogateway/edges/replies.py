@@ -1,10 +1,11 @@
 """Reply channels: how a session reply leaves the gateway.
 
 A channel (``core.ports.ReplyChannel``) takes a reply and either hands it over (returning what it
-knows: parts, references for delivery receipts) or raises ``ReplyError``. The router picks the channel
-by the MO's origin: an MO that came over an SMPP bind goes back over SMPP, everything else uses the
-configured default. Both channels here may be asked twice for one reply (the log; an MT endpoint that is
-sent the message id to deduplicate on), so they need no intent record.
+knows: parts, references for delivery receipts) or raises ``ReplyError``. The router
+(``service.replier.ReplyRouter``) picks the channel by the MO's origin: an MO that came over an SMPP
+bind goes back over SMPP, everything else uses the configured default. Both channels here may be asked
+twice for one reply (the log; an MT endpoint that is sent the message id to deduplicate on), so they
+need no intent record.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from urllib.parse import quote
 
 import orjson
 
-from mogateway.core.ports import Reply, ReplyChannel, ReplyError, ReplySubmitted
+from mogateway.core.ports import Reply, ReplyError, ReplySubmitted
 from mogateway.core.text import count_parts
 
 if TYPE_CHECKING:  # the HTTP channel's session is made by its owner (node.py), aiohttp loaded then
     import aiohttp
 
-__all__ = ["HttpReplyChannel", "LogReplyChannel", "ReplyRouter"]
+__all__ = ["HttpReplyChannel", "LogReplyChannel"]
 
 Handover = Callable[[], Awaitable[None]] | None
 
@@ -111,18 +112,3 @@ class HttpReplyChannel:
             if isinstance(ref, str | int):
                 refs.append(str(ref))
         return ReplySubmitted(self.name, count_parts(reply.text).parts, refs, f"status {status}")
-
-
-class ReplyRouter:
-    """Chooses the channel for a reply by the origin of its MO (``"smpp:<bind>"`` → the "smpp" channel)."""
-
-    def __init__(self, default: ReplyChannel) -> None:
-        self.default = default
-        self._by_prefix: dict[str, ReplyChannel] = {}
-
-    def register(self, prefix: str, channel: ReplyChannel) -> None:
-        self._by_prefix[prefix] = channel
-
-    def channel_for(self, origin: str) -> ReplyChannel:
-        prefix = origin.split(":", 1)[0]
-        return self._by_prefix.get(prefix, self.default)

@@ -86,14 +86,7 @@ class OrphanSweep:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the next round tries again
-                held = self._fail_throttle.ready("failed")
-                if held is not None:  # the journal or the queue away: one line a minute while it lasts
-                    log.warning(
-                        "orphan sweep failed: %s: %s%s",
-                        type(exc).__name__,
-                        exc,
-                        self._fail_throttle.more(held),
-                    )
+                self._fail_throttle.round_failed(log, "orphan sweep", exc)
 
     async def sweep_all(self, before: float) -> int:
         """Every unfinished MO of this worker last changed before ``before``; how many were queued."""

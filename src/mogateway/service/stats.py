@@ -41,6 +41,7 @@ from mogateway.service.registry import Registry
 
 __all__ = [
     "OUTCOMES",
+    "ClusterView",
     "StatsService",
     "WindowError",
     "parse_window",
@@ -174,6 +175,8 @@ class LanesView(Protocol):
 
 
 class ClusterView(Protocol):
+    """This node's place among the nodes, as the figures and ``GET /v1/nodes`` (``gateway_view``) read it."""
+
     @property
     def name(self) -> str: ...
 

@@ -89,11 +89,7 @@ class Sweeper:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the next round tries again
-                held = self._fail_throttle.ready("failed")
-                if held is not None:  # the journal or the queue away: one line a minute while it lasts
-                    log.warning(
-                        "sweep failed: %s: %s%s", type(exc).__name__, exc, self._fail_throttle.more(held)
-                    )
+                self._fail_throttle.round_failed(log, "sweep", exc)
 
     async def sweep_once(self) -> int:
         """One round; returns how many MOs were published again."""

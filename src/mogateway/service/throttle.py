@@ -7,6 +7,7 @@ how much, and the log stays readable. The timeline and /metrics keep every singl
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -41,3 +42,10 @@ class Throttle:
     def more(self, held: int) -> str:
         """`` (N more like it in the last S s)`` for a line after ``held`` silent ones, else ''."""
         return f" ({held} more like it in the last {self.every_s:g} s)" if held else ""
+
+    def round_failed(self, log: logging.Logger, what: str, exc: Exception) -> None:
+        """A periodic task's round failed (the journal or the queue away; the next round tries again):
+        ``<what> failed: <type>: <error>``, one line a minute while it lasts."""
+        held = self.ready("failed")
+        if held is not None:
+            log.warning("%s failed: %s: %s%s", what, type(exc).__name__, exc, self.more(held))
