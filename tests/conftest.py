@@ -8,7 +8,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 # Property tests have no time limit per example: hypothesis' default (200 ms) is a timed assertion, and
-# on a shared machine under the suite's own load an example of a correct test can take longer (CI saw
+# on a shared machine under the suite's own load an example of a correct test can take longer (a run saw
 # a signature round trip fail that way). Speed is measured in bench/, not asserted in tests.
 hypothesis_settings.register_profile("mogateway", deadline=None)
 hypothesis_settings.load_profile("mogateway")
