@@ -134,10 +134,11 @@ def listening_socket(host: str, port: int, *, reuse_port: bool, backlog: int = 2
 async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
     """Open the journal once (schema, tokens) and give each unfinished MO to the worker the plan names.
     Returns (unfinished MOs, how many changed worker)."""
-    from mogateway.modes import owner_rule
-    from mogateway.node import Gateway, load_tokens, open_journal
+    from mogateway.edges.configured_journal import load_tokens, open_journal
+    from mogateway.edges.numbering_settings import sender_resolver_for
+    from mogateway.edges.workers.owners import owner_rule
 
-    Gateway(settings)  # the settings a gateway checks when it is made (numbering files...): said once
+    sender_resolver_for(settings)  # the files a gateway checks when it is made: said once, here
     journal = open_journal(settings)
     await journal.open()
     try:
