@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +29,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
-from gateway_harness import ADMIN_TOKEN, serve_gateway, wait_until, worker_pids
+from gateway_harness import (
+    ADMIN_TOKEN,
+    clean_env,
+    free_port,
+    mogateway_command,
+    serve_gateway,
+    wait_until,
+    worker_pids,
+)
+
+from mogateway.cli.exit_codes import Exit
 
 pytestmark = pytest.mark.slow
 
@@ -147,3 +158,27 @@ def test_serve_loads_the_optional_stacks_at_their_first_use_only(tmp_path: Path)
         assert any("httpx" in held for held in loaded)
         assert any("argon2" in held for held in loaded)
         assert not any(_of(held, ("aiohttp", "nats", "asyncpg", *UNUSED_BY_UVICORN)) for held in loaded)
+
+
+@pytest.mark.parametrize("rows", [None, "a,b\n"], ids=["missing", "bad-row"])
+def test_the_supervisor_refuses_a_bad_numbering_file_in_one_line(tmp_path: Path, rows: str | None) -> None:
+    """The supervisor checks the numbering files as a gateway does when it is made, without making one
+    (``edges.numbering_settings``): ``serve --workers 2`` stops before any worker starts, with one line
+    naming the setting, and the exit code of an invalid setting."""
+    series = tmp_path / "series.csv"
+    if rows is not None:
+        series.write_text(rows)
+    env = clean_env(MOGATEWAY_DATABASE=str(tmp_path / "journal.db"), MOGATEWAY_SERIES_CSV=str(series))
+    done = subprocess.run(
+        [*mogateway_command(), "serve", "--workers", "2", "--port", str(free_port())],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == Exit.USAGE, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("mogateway: invalid setting series_csv (MOGATEWAY_SERIES_CSV): ")
+    assert str(series) in lines[0]
