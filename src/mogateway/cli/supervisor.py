@@ -13,7 +13,10 @@ of the gateway (``mogateway serve`` with a worker seat, see ``mogateway.node``) 
 Before it starts the workers, the supervisor opens the journal once (creating or upgrading it, and
 generating the tokens on a first start), checks that the port is free, and gives every unfinished MO
 to the worker the plan names now (the number of workers or a client's cap may have changed since the
-last run). It then starts the workers and waits until each one serves — if one fails while starting,
+last run). For that it loads the settings, the journal and the owner rule only
+(``edges.configured_journal``, ``edges.numbering_settings``, ``edges.workers.owners``), never the node
+it does not run: no web stack, dispatcher, binds or HTTP clients (``tests/cli/test_serve_imports.py``).
+It then starts the workers and waits until each one serves — if one fails while starting,
 it stops the others and exits with that worker's exit code, its reason already said on stderr.
 
 The workers' sockets and their journal lock live in a directory of their own under the system's temporary
