@@ -41,6 +41,7 @@ from mogateway.edges.cluster.directory import KvNodeDirectory, SingleNodeDirecto
 from mogateway.edges.cluster.replies import ClusterReplyChannel, NatsRequests, ReplyResponder
 from mogateway.edges.ipc import Handler
 from mogateway.edges.queue.local import LocalQueue
+from mogateway.edges.workers.owners import owner_rule
 from mogateway.edges.workers.routed_queue import RoutedQueue
 from mogateway.edges.workers.siblings import Siblings, WorkerDirectory, WorkerRequests
 from mogateway.service.orphans import Holder, OrphanSweep
@@ -100,20 +101,6 @@ class Cluster:
         if self.responder is not None:
             await self.responder.stop()
         await self.directory.stop()
-
-
-def owner_rule(
-    plan: WorkerPlan, settings: Settings, route: Callable[[str, str], ClientRecord | None]
-) -> Callable[[Message], int]:
-    """The worker that owns an MO (``core.workers``), its client found by ``route(shortcode, text)`` and
-    its bind by its origin (``smpp:<bind name>``, in the order of the settings)."""
-    bind_at = {f"smpp:{bind.name}": j for j, bind in enumerate(settings.smpp.binds)}
-
-    def owner_of(message: Message) -> int:
-        client = route(message.shortcode, message.text) if message.accepted else None
-        return plan.owner_of(message.id, client, bind_at.get(message.origin))
-
-    return owner_of
 
 
 class Mode:

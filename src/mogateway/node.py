@@ -36,19 +36,16 @@ from urllib.parse import urlsplit
 from prometheus_client import generate_latest
 
 from mogateway import __version__
-from mogateway.config import ConfigError, Settings
+from mogateway.config import Settings
 from mogateway.config.settings import media_url_keys
 from mogateway.config.smpp import BindConfig
 from mogateway.core.media_url import signed_url
-from mogateway.core.numbering import NumberingDataError, SenderResolver
 from mogateway.core.ports import Journal, MessageRecord, NodeInfo, ReplyChannel
+from mogateway.edges.configured_journal import load_tokens, open_journal, sealer_for
 from mogateway.edges.http1 import Http1Client
-from mogateway.edges.numbering_files import sender_resolver
+from mogateway.edges.numbering_settings import sender_resolver_for
 from mogateway.edges.replies import HttpReplyChannel, LogReplyChannel
 from mogateway.edges.smpp.binds import SmppBinds, start_binds
-from mogateway.edges.storage.sealing import Sealer
-from mogateway.edges.storage.sqlite import SqliteJournal
-from mogateway.edges.tokens import ensure_tokens, tokens_file
 from mogateway.edges.whatsapp.graph_sender import register_metrics as register_graph_metrics
 from mogateway.edges.whatsapp.media_store import MediaStore
 from mogateway.edges.whatsapp.replies import WhatsAppReplyChannel
@@ -88,60 +85,9 @@ __all__ = [
 log = logging.getLogger("mogateway")
 
 
-def open_journal(
-    settings: Settings, sealer: Sealer | None = None, *, lock_path: str | None = None
-) -> Journal:
-    """The journal the ``database`` setting names: a SQLite path, or a PostgreSQL URL; client secrets
-    sealed with ``secret_key`` when it is set (or by ``sealer``). ``lock_path``: the lock the worker
-    processes of one gateway take turns on to write a SQLite file."""
-    url = settings.database
-    sealer = sealer or sealer_for(settings)
-    if url.startswith(("postgresql://", "postgres://")):
-        from mogateway.edges.storage.postgres import PostgresJournal  # asyncpg: only when configured
-
-        return PostgresJournal(url, sealer=sealer)
-    if url.startswith("sqlite://"):
-        url = url.removeprefix("sqlite://")
-    return SqliteJournal(url, synchronous=settings.journal_sync, sealer=sealer, lock_path=lock_path)
-
-
-def sealer_for(settings: Settings) -> Sealer:
-    """The sealer of client secrets the ``secret_key`` and ``old_secret_key`` settings make."""
-    key, old = settings.secret_key, settings.old_secret_key
-    return Sealer.from_settings_values(
-        key.get_secret_value() if key else None, old.get_secret_value() if old else None
-    )
-
-
 def node_name(settings: Settings) -> str:
     """The configured node name, else ``<host name>-<port>`` (unique per machine and port)."""
     return settings.node_name or f"{socket.gethostname()}-{settings.port}"
-
-
-def _sender_resolver(settings: Settings) -> SenderResolver:
-    """Operator/circle resolution with the operator's own tables, if configured.
-
-    A bad file raises ConfigError naming the setting and the file's line.
-    """
-    try:
-        return sender_resolver(settings.series_csv, settings.ported_csv)
-    except NumberingDataError as exc:
-        text = str(exc)
-        setting = "series_csv" if settings.series_csv and str(settings.series_csv) in text else "ported_csv"
-        raise ConfigError(f"invalid setting {setting} (MOGATEWAY_{setting.upper()}): {text}") from None
-
-
-async def load_tokens(settings: Settings, journal: Journal) -> tuple[str, str]:
-    """The admin and ingest tokens (``edges.tokens``): configured ones win; otherwise generated once and
-    kept in the journal, and written to the tokens file."""
-    configured = {
-        "admin": settings.admin_token.get_secret_value() if settings.admin_token else None,
-        "ingest": settings.ingest_token.get_secret_value() if settings.ingest_token else None,
-    }
-    admin, ingest = await ensure_tokens(
-        journal, configured, tokens_file(settings.tokens_file, settings.database)
-    )
-    return admin, ingest
 
 
 def _sqlite_path(database: str) -> str | None:
@@ -179,7 +125,7 @@ class Gateway:
         self.intake = Intake(
             self.journal,
             self.queue,
-            _sender_resolver(settings),
+            sender_resolver_for(settings),
             self.metrics,
             owner_of=self.mode.owner_of,
             me=self.mode.me,

@@ -1,7 +1,11 @@
 """What ``mogateway serve`` loads at start, in each of its processes (docs/benchmarks.md §7.2).
 
-The supervisor only opens the journal and keeps the workers: it loads no web stack. A worker loads the
-server, but not the stacks of the parts a deployment may never use: argon2 (the portal's passwords: one
+The supervisor only checks the settings, opens the journal and keeps the workers: it loads no web stack,
+and not the node (``mogateway.node``), its modes, the dispatcher, the SMPP binds or the HTTP clients
+(docs/benchmarks.md §7.4). A worker loads the server, but not uvicorn's WebSocket library (a handshake
+gets its 403 from ``api.websocket_refusal``) nor its reloader's watchfiles (uvicorn's package imports its
+command line, click, whatever is done: ``cli/serve.py``), nor the stacks of the parts a deployment may
+never use: argon2 (the portal's passwords: one
 dummy hash held 64 MiB for a moment, every worker's peak), aiohttp (WhatsApp media, an ``http`` reply
 channel), httpx (the console's in-process API), nats-py (a JetStream queue), asyncpg (a PostgreSQL
 journal). Each is loaded by the worker that first needs it, and that first request works.
@@ -15,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +29,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
-from gateway_harness import ADMIN_TOKEN, serve_gateway, wait_until, worker_pids
+from gateway_harness import (
+    ADMIN_TOKEN,
+    clean_env,
+    free_port,
+    mogateway_command,
+    serve_gateway,
+    wait_until,
+    worker_pids,
+)
+
+from mogateway.cli.exit_codes import Exit
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +47,17 @@ pytestmark = pytest.mark.slow
 LAZY = ("argon2", "aiohttp", "httpx", "nats", "asyncpg")
 #: ... and by no supervisor: it serves no HTTP (and runs no uvloop loop).
 SERVER = ("fastapi", "starlette", "uvicorn", "uvloop", "jinja2", "mogateway.api")
+#: ... nor what a node runs: the supervisor opens the journal with ``edges.configured_journal``.
+NODE = (
+    "mogateway.node",
+    "mogateway.modes",
+    "mogateway.service.dispatcher",
+    "mogateway.edges.smpp",
+    "mogateway.edges.http1",
+    "prometheus_client",
+)
+#: Loaded by no worker: the gateway serves no WebSocket and never reloads.
+UNUSED_BY_UVICORN = ("websockets", "wsproto", "watchfiles")
 
 _PROBE = """
 import json, os, sys, threading, time
@@ -65,6 +92,21 @@ def _of(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
 
 
+def _websocket_handshake(url: str, path: str) -> bytes:
+    """What the gateway answers a WebSocket handshake on ``path``, up to its closing the connection."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    head = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    answer = b""
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.encode())
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
 def _form_token(page: httpx.Response) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', page.text)
     assert found, page.text[:500]
@@ -85,11 +127,16 @@ def test_serve_loads_the_optional_stacks_at_their_first_use_only(tmp_path: Path)
 
         held = _loaded(answers, supervisor)
         assert "mogateway.cli.supervisor" in held  # the probe answers from the gateway's processes
-        assert _of(held, LAZY + SERVER) == []
+        assert _of(held, LAZY + SERVER + NODE) == []
         for pid in workers:
             held = _loaded(answers, pid)
             assert "mogateway.api.app" in held and "mogateway.api.portal" in held
-            assert _of(held, LAZY) == []
+            assert _of(held, LAZY + UNUSED_BY_UVICORN) == []
+
+        # A WebSocket handshake gets the 403 it always got (when uvicorn handed it to the websockets
+        # library, whose application had no WebSocket route), on every path, without loading one.
+        for path in ("/healthz", "/v1/inbound", "/nowhere"):
+            assert _websocket_handshake(gw.url, path).startswith(b"HTTP/1.1 403 Forbidden\r\n")
 
         # The console's first page that calls the API, and a portal sign-in: each loads its stack in
         # the worker that takes it, and answers as ever.
@@ -110,4 +157,28 @@ def test_serve_loads_the_optional_stacks_at_their_first_use_only(tmp_path: Path)
         loaded = [_loaded(answers, pid) for pid in workers]
         assert any("httpx" in held for held in loaded)
         assert any("argon2" in held for held in loaded)
-        assert not any(_of(held, ("aiohttp", "nats", "asyncpg")) for held in loaded)
+        assert not any(_of(held, ("aiohttp", "nats", "asyncpg", *UNUSED_BY_UVICORN)) for held in loaded)
+
+
+@pytest.mark.parametrize("rows", [None, "a,b\n"], ids=["missing", "bad-row"])
+def test_the_supervisor_refuses_a_bad_numbering_file_in_one_line(tmp_path: Path, rows: str | None) -> None:
+    """The supervisor checks the numbering files as a gateway does when it is made, without making one
+    (``edges.numbering_settings``): ``serve --workers 2`` stops before any worker starts, with one line
+    naming the setting, and the exit code of an invalid setting."""
+    series = tmp_path / "series.csv"
+    if rows is not None:
+        series.write_text(rows)
+    env = clean_env(MOGATEWAY_DATABASE=str(tmp_path / "journal.db"), MOGATEWAY_SERIES_CSV=str(series))
+    done = subprocess.run(
+        [*mogateway_command(), "serve", "--workers", "2", "--port", str(free_port())],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == Exit.USAGE, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("mogateway: invalid setting series_csv (MOGATEWAY_SERIES_CSV): ")
+    assert str(series) in lines[0]

@@ -29,10 +29,12 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
     the supervisor on ``ready_fd`` once it serves."""
     import asyncio
 
+    _without_a_reloader()
     import uvicorn
 
     from mogateway.api.app import create_app
     from mogateway.api.server import Limits, connection_cap, raise_open_files_limit, server_config
+    from mogateway.api.websocket_refusal import WebSocketRefusal
     from mogateway.cli.heap import settle_heap
     from mogateway.cli.supervisor import interpreter, listening_socket
     from mogateway.config import ConfigError
@@ -85,6 +87,7 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
         limits=limits,
         trusted_proxies=settings.trusted_proxies,
         lifespan="off",
+        ws=WebSocketRefusal,  # no WebSocket library loaded: a handshake gets the 403 it always got
         access_log=False,
         log_config=None,
         server_header=False,
@@ -112,6 +115,20 @@ async def _run(settings: Settings, seat: WorkerSeat | None = None, ready_fd: int
         announce.cancel()
         await gateway.stop()
     return 0 if server.started else 1
+
+
+def _without_a_reloader() -> None:
+    """Keep watchfiles out of a process that serves (about 0.9 MiB each).
+
+    Importing anything of uvicorn runs its package's ``__init__``, which imports ``uvicorn.main`` (its
+    command line) and with it its reloaders, the first of which imports watchfiles when it is installed
+    (``uvicorn[standard]`` installs it). The gateway never reloads. Python refuses to import a module
+    whose ``sys.modules`` entry is None, and uvicorn then falls back to its stat-based reloader, which
+    imports nothing (and is never run either). ``uvicorn.main`` imports click unconditionally: click is
+    loaded whatever is done here, short of replacing uvicorn's package ``__init__``. Only before uvicorn
+    is imported, and only where nothing loaded watchfiles already."""
+    if "uvicorn" not in sys.modules:
+        sys.modules.setdefault("watchfiles", None)  # type: ignore[arg-type]  # None: "not installed"
 
 
 #: A worker's heartbeat to its supervisor, from its event loop (supervisor.py: the systemd watchdog).

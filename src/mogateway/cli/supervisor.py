@@ -13,7 +13,10 @@ of the gateway (``mogateway serve`` with a worker seat, see ``mogateway.node``) 
 Before it starts the workers, the supervisor opens the journal once (creating or upgrading it, and
 generating the tokens on a first start), checks that the port is free, and gives every unfinished MO
 to the worker the plan names now (the number of workers or a client's cap may have changed since the
-last run). It then starts the workers and waits until each one serves — if one fails while starting,
+last run). For that it loads the settings, the journal and the owner rule only
+(``edges.configured_journal``, ``edges.numbering_settings``, ``edges.workers.owners``), never the node
+it does not run: no web stack, dispatcher, binds or HTTP clients (``tests/cli/test_serve_imports.py``).
+It then starts the workers and waits until each one serves — if one fails while starting,
 it stops the others and exits with that worker's exit code, its reason already said on stderr.
 
 The workers' sockets and their journal lock live in a directory of their own under the system's temporary
@@ -134,10 +137,11 @@ def listening_socket(host: str, port: int, *, reuse_port: bool, backlog: int = 2
 async def _prepare(settings: Settings, count: int) -> tuple[int, int]:
     """Open the journal once (schema, tokens) and give each unfinished MO to the worker the plan names.
     Returns (unfinished MOs, how many changed worker)."""
-    from mogateway.modes import owner_rule
-    from mogateway.node import Gateway, load_tokens, open_journal
+    from mogateway.edges.configured_journal import load_tokens, open_journal
+    from mogateway.edges.numbering_settings import sender_resolver_for
+    from mogateway.edges.workers.owners import owner_rule
 
-    Gateway(settings)  # the settings a gateway checks when it is made (numbering files...): said once
+    sender_resolver_for(settings)  # the files a gateway checks when it is made: said once, here
     journal = open_journal(settings)
     await journal.open()
     try:
