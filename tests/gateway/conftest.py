@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_harness import Codes, ServeGateway, serve_gateway
+from gateway_harness import Codes, ServeGateway, recording_app, recording_mt, serve_gateway
 
-from mogateway.testing.recorder import Answer, CallbackRecorder
+from mogateway.testing.recorder import CallbackRecorder
 
 _blocks = itertools.count(1)
 
@@ -29,15 +29,14 @@ def codes() -> Codes:
 @pytest.fixture
 def app() -> Iterator[CallbackRecorder]:
     """The client application: a recording callback server answering "OK" until told otherwise."""
-    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
+    with recording_app() as recorder:
         yield recorder
 
 
 @pytest.fixture(scope="module")
 def mt() -> Iterator[CallbackRecorder]:
     """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
-    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
-    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+    with recording_mt() as recorder:
         yield recorder
 
 

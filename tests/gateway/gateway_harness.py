@@ -40,6 +40,7 @@ from mogateway.api.app import create_app
 from mogateway.cli.supervisor import STOP_TIMEOUT_S
 from mogateway.config import Settings
 from mogateway.node import Gateway
+from mogateway.testing.recorder import Answer, CallbackRecorder
 
 T = TypeVar("T")
 
@@ -334,6 +335,24 @@ def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGa
         sock.close()
 
 
+# ------------------------------------------------------------------------------------ applications
+
+
+@contextmanager
+def recording_app() -> Iterator[CallbackRecorder]:
+    """The client application: a recording callback server answering "OK" until told otherwise."""
+    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
+        yield recorder
+
+
+@contextmanager
+def recording_mt() -> Iterator[CallbackRecorder]:
+    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
+    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
+
+
 # ------------------------------------------------------------------------------------ subprocess
 
 
@@ -342,6 +361,13 @@ def mogateway_command() -> list[str]:
     script = Path(sys.executable).with_name("mogateway")
     return (
         [str(script)] if script.exists() else [sys.executable, "-c", "from mogateway.cli import main; main()"]
+    )
+
+
+def run_cli(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``mogateway *args`` in ``workdir`` as an operator runs it, to its end (a minute at most)."""
+    return subprocess.run(
+        [*mogateway_command(), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
     )
 
 

@@ -30,6 +30,7 @@ from .test_whatsapp_end_to_end import (
     BUSINESS,
     Stack,
     _start,
+    running_stack,
 )
 
 PE = "1201159178420181234"  # a DLT principal entity id (19 digits)
@@ -124,18 +125,8 @@ def _answer(call: RecordedCall) -> Answer:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("wa-rich")
-    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
-        serve = _start(workdir, graph)
-        s = Stack(serve, graph, app)
-        try:
-            _register(s.gw, app)
-            yield s
-        finally:
-            s.meta.close()
-            s.meta2.close()
-            s.gw.close()
-            serve.stop()
+    with running_stack(tmp_path_factory.mktemp("wa-rich"), _answer, _register) as s:
+        yield s
 
 
 def _register(gw: GatewayClient, app: CallbackRecorder) -> None:
