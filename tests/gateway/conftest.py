@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_harness import Codes, ServeGateway, recording_app, recording_mt, serve_gateway
+from gateway_harness import Codes, ServeGateway, serve_gateway
+from gateway_harness import app as app  # the fixtures app and mt, shared with the other directory
+from gateway_harness import mt as mt
 
 from mogateway.testing.recorder import CallbackRecorder
 
@@ -24,20 +26,6 @@ _blocks = itertools.count(1)
 @pytest.fixture
 def codes() -> Codes:
     return Codes(10_000 + 10 * next(_blocks))
-
-
-@pytest.fixture
-def app() -> Iterator[CallbackRecorder]:
-    """The client application: a recording callback server answering "OK" until told otherwise."""
-    with recording_app() as recorder:
-        yield recorder
-
-
-@pytest.fixture(scope="module")
-def mt() -> Iterator[CallbackRecorder]:
-    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
-    with recording_mt() as recorder:
-        yield recorder
 
 
 @pytest.fixture(scope="module")

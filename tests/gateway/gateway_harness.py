@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import pytest
 
 from mogateway.api.app import create_app
 from mogateway.cli.supervisor import STOP_TIMEOUT_S
@@ -336,17 +337,19 @@ def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGa
 
 
 # ------------------------------------------------------------------------------------ applications
+# Fixtures of the directories whose tests run against ``gw`` (tests/gateway, tests/cli): their conftest
+# takes them from here, so the two applications are written once.
 
 
-@contextmanager
-def recording_app() -> Iterator[CallbackRecorder]:
+@pytest.fixture
+def app() -> Iterator[CallbackRecorder]:
     """The client application: a recording callback server answering "OK" until told otherwise."""
     with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
         yield recorder
 
 
-@contextmanager
-def recording_mt() -> Iterator[CallbackRecorder]:
+@pytest.fixture(scope="module")
+def mt() -> Iterator[CallbackRecorder]:
     """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
     answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
     with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
