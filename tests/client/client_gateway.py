@@ -3,7 +3,6 @@ httpx client on its admin API, and an MO pushed in and followed until its state 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,10 @@ from typing import Any
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
+from gateway_harness import free_port, serve_settings
+
 from mogateway.core.timeline import FINAL_STATES
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
@@ -34,15 +29,8 @@ def running_gateway(
     loopback allowed (the application runs there), warnings only, and ``settings`` (MOGATEWAY_*). Its
     output goes to ``workdir``/gateway.log, a file, not a pipe: a chatty gateway can never block on a
     full pipe nobody reads."""
-    env = {
-        **base_env,
-        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
-        "MOGATEWAY_ADMIN_TOKEN": admin_token,
-        "MOGATEWAY_INGEST_TOKEN": ingest_token,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_LOG_LEVEL": "warning",
-        **settings,
-    }
+    tokens = {"MOGATEWAY_ADMIN_TOKEN": admin_token, "MOGATEWAY_INGEST_TOKEN": ingest_token}
+    env = {**base_env, **serve_settings(workdir, **tokens, **settings)}
     port = free_port()
     log_path = workdir / "gateway.log"
     log = log_path.open("wb")

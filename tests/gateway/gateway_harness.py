@@ -381,6 +381,24 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def serve_settings(workdir: Path, **extra: str) -> dict[str, str]:
+    """The MOGATEWAY_* settings of most test gateways: the journal in ``workdir``, the test tokens,
+    callbacks to loopback allowed (the applications run there), warnings only; ``extra`` over them."""
+    return {
+        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
+        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
+        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
+        "MOGATEWAY_LOG_LEVEL": "warning",
+        **extra,
+    }
+
+
+def serve_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """:func:`clean_env` with :func:`serve_settings`: the environment of a test ``mogateway serve``."""
+    return clean_env(**serve_settings(workdir, **extra))
+
+
 @dataclass
 class ServeProcess:
     """A ``mogateway serve`` subprocess; stderr goes to a file so it never blocks on a full pipe."""

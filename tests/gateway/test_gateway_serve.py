@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 from gateway_harness import (
-    ADMIN_TOKEN,
     FINAL,
-    INGEST_TOKEN,
     GatewayClient,
     clean_env,
     run_cli,
+    serve_env,
     start_serve,
 )
 
@@ -130,13 +129,7 @@ N = 200
 
 
 def test_sigkill_during_callbacks_loses_nothing_and_never_splits_a_message(tmp_path: Path) -> None:
-    env = clean_env(
-        MOGATEWAY_DATABASE=str(tmp_path / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-    )
+    env = serve_env(tmp_path)
     items = [
         {"shortcode": SC, "msisdn": "919810012345", "message": f"MO {i:03d}", "id": f"src-{i}"}
         for i in range(N)

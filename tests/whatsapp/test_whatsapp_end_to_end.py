@@ -24,7 +24,7 @@ from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
 from .webhook_mutations import expected_wamids, mutate, mutations, valid_body
-from .whatsapp_harness import WhatsAppStack, start_whatsapp_serve
+from .whatsapp_harness import APP_SECRET, BUSINESS, PNID, VERIFY_TOKEN, WhatsAppStack, start_whatsapp_serve
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
@@ -34,10 +34,6 @@ from gateway_harness import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "callback"
-APP_SECRET = "app-secret-for-tests-0123456789"
-VERIFY_TOKEN = "verify-token-for-tests"
-PNID = "106540352242922"  # the fake's default cloud number
-BUSINESS = "919876543210"
 PNID_2 = "106540352242999"  # a second number, its client wants tsunix in seconds
 BUSINESS_2 = "919876543299"
 AT = 1764216000  # the golden fixtures' webhook timestamp

@@ -20,7 +20,8 @@ from mogateway.core.whatsapp_member import member_json
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, RecordedCall
 
-from .test_whatsapp_end_to_end import PNID, Stack, running_stack
+from .test_whatsapp_end_to_end import Stack, running_stack
+from .whatsapp_harness import PNID
 
 ASKED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSMDAwMDAwMDAwMDAwMDAwMDAxAA=="
 REACTED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSQjI0RTk1OEY0RTJGRTk1RjU1AA=="

@@ -25,13 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import ADMIN_TOKEN, GatewayClient
 
-from .test_whatsapp_end_to_end import (
-    APP_SECRET,
-    BUSINESS,
-    Stack,
-    _start,
-    running_stack,
-)
+from .test_whatsapp_end_to_end import Stack, _start, running_stack
+from .whatsapp_harness import APP_SECRET, BUSINESS
 
 PE = "1201159178420181234"  # a DLT principal entity id (19 digits)
 REACTED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAEhgSQUJDREVGMDEyMzQ1Njc4OQA="

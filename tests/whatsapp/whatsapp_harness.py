@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
+from gateway_harness import GatewayClient, ServeProcess, serve_env, start_serve
 
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
@@ -47,28 +47,15 @@ access_token = "rehearsal-token"
 """
 
 
-def whatsapp_env(workdir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a test gateway: its journal in ``workdir``, the test tokens, callbacks to
-    loopback allowed (the application runs there), warnings only; plus ``extra``."""
-    return clean_env(
-        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-        **extra,
-    )
-
-
 def start_whatsapp_serve(
     workdir: Path, config: str, *, log_name: str = "serve", args: Sequence[str] = (), **env: str
 ) -> ServeProcess:
     """``mogateway serve`` in ``workdir`` with ``config`` as its mogateway.toml and the environment of
-    :func:`whatsapp_env` (plus ``env``); ``args`` are more options of ``serve`` (``--workers 1``)."""
+    ``serve_env`` (plus ``env``); ``args`` are more options of ``serve`` (``--workers 1``)."""
     path = workdir / "mogateway.toml"
     path.write_text(config)
     return start_serve(
-        workdir, whatsapp_env(workdir, **env), log_name=log_name, args=["--config", str(path), *args]
+        workdir, serve_env(workdir, **env), log_name=log_name, args=["--config", str(path), *args]
     )
 
 
