@@ -17,8 +17,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 
 from gateway_harness import Codes, ServeGateway, serve_gateway
+from gateway_harness import app as app  # the fixtures app and mt, shared with the other directory
+from gateway_harness import mt as mt
 
-from mogateway.testing.recorder import Answer, CallbackRecorder
+from mogateway.testing.recorder import CallbackRecorder
 
 _blocks = itertools.count(1)
 
@@ -27,20 +29,6 @@ _blocks = itertools.count(1)
 def codes() -> Codes:
     """Ten shortcodes (and so senders, see the tests) that no other test of the module uses."""
     return Codes(20_000 + 10 * next(_blocks))
-
-
-@pytest.fixture
-def app() -> Iterator[CallbackRecorder]:
-    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
-        yield recorder
-
-
-@pytest.fixture(scope="module")
-def mt() -> Iterator[CallbackRecorder]:
-    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
-    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
-    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
-        yield recorder
 
 
 @pytest.fixture(scope="module")

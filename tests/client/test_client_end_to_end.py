@@ -4,20 +4,16 @@ application built on the SDK (each adapter, on a real server), reply recorded in
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from client_gateway import push_until_final, running_gateway
 from client_servers import ADAPTERS, serve_handler
 
 from mogateway.client import InboundMessage, KeywordRouter
-from mogateway.core.timeline import FINAL_STATES
 
 pytestmark = pytest.mark.slow
 
@@ -25,63 +21,11 @@ ADMIN_TOKEN = "admin-token-for-e2e-tests"
 INGEST_TOKEN = "ingest-token-for-e2e-tests"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A real gateway on 127.0.0.1, with an httpx client on its API (admin token set)."""
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("gw")
-    env = {
-        **os.environ,
-        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",  # the application runs on loopback
-        "MOGATEWAY_LOG_LEVEL": "warning",
-    }
-    log_path = workdir / "gateway.log"
-    # A file, not a pipe: a chatty gateway can never block on a full pipe nobody reads.
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mogateway", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"gateway exited: {process.stderr.read().decode() if process.stderr else ''}"
-                )
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("gateway did not start within 20 s")
-            time.sleep(0.1)
-        with httpx.Client(
-            base_url=base, headers={"authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10
-        ) as api:
-            yield api
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with running_gateway(tmp_path_factory.mktemp("gw"), os.environ, ADMIN_TOKEN, INGEST_TOKEN) as api:
+        yield api
 
 
 def _register(api: httpx.Client, shortcode: str, **extra: Any) -> tuple[str, str]:
@@ -100,21 +44,8 @@ def _register(api: httpx.Client, shortcode: str, **extra: Any) -> tuple[str, str
 
 
 def _push_and_settle(api: httpx.Client, shortcode: str, message: str) -> dict[str, Any]:
-    pushed = httpx.post(
-        str(api.base_url) + "/v1/inbound",
-        json={"shortcode": shortcode, "msisdn": "919812012345", "message": message, "circle": "delhi"},
-        headers={"authorization": f"Bearer {INGEST_TOKEN}"},
-        timeout=10,
-    )
-    assert pushed.status_code == 202, pushed.text
-    mo_id = pushed.json()["id"]
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        record: dict[str, Any] = api.get(f"/v1/messages/{mo_id}").json()
-        if record["state"] in FINAL_STATES:
-            return record
-        time.sleep(0.05)
-    raise AssertionError(f"message {mo_id} did not settle: {record}")
+    inbound = {"shortcode": shortcode, "msisdn": "919812012345", "message": message, "circle": "delhi"}
+    return push_until_final(api, INGEST_TOKEN, inbound)
 
 
 @pytest.mark.parametrize("kind", ADAPTERS)

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,11 +14,11 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from client_gateway import push_until_final, running_gateway
 from client_servers import ADAPTERS, serve_handler
 
 from mogateway.client import InboundMessage, SignatureVerifier
 from mogateway.core.contract import parse_tsiso
-from mogateway.core.timeline import FINAL_STATES
 from mogateway.testing.recorder import CallbackRecorder, RecordedCall
 
 pytestmark = pytest.mark.slow
@@ -32,57 +29,14 @@ GRACE_S = 2.0
 _shortcodes = iter(range(57000, 58000))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A real gateway on 127.0.0.1 with a short signing grace, and an httpx client on its API."""
-    port = _free_port()
     workdir = tmp_path_factory.mktemp("gw")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")},
-        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_SIGNING_GRACE_S": str(GRACE_S),
-        "MOGATEWAY_LOG_LEVEL": "warning",
-    }
-    log = (workdir / "gateway.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mogateway", "serve", "--port", str(port)], env=env, stdout=log, stderr=log
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"gateway exited: {(workdir / 'gateway.log').read_text()}")
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("gateway did not start within 20 s")
-            time.sleep(0.1)
-        with httpx.Client(
-            base_url=base, headers={"authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10
-        ) as api:
-            yield api
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")}
+    grace = {"MOGATEWAY_SIGNING_GRACE_S": str(GRACE_S)}
+    with running_gateway(workdir, base_env, ADMIN_TOKEN, INGEST_TOKEN, **grace) as api:
+        yield api
 
 
 def register(api: httpx.Client, callback_url: str = "http://127.0.0.1:9/") -> dict[str, Any]:
@@ -107,21 +61,8 @@ def point(api: httpx.Client, client: dict[str, Any], url: str) -> None:
 
 
 def push_and_settle(api: httpx.Client, client: dict[str, Any], message: str) -> dict[str, Any]:
-    pushed = httpx.post(
-        str(api.base_url) + "/v1/inbound",
-        json={"shortcode": client["shortcodes"][0], "msisdn": "919812012345", "message": message},
-        headers={"authorization": f"Bearer {INGEST_TOKEN}"},
-        timeout=10,
-    )
-    assert pushed.status_code == 202, pushed.text
-    mo_id = pushed.json()["id"]
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        record: dict[str, Any] = api.get(f"/v1/messages/{mo_id}").json()
-        if record["state"] in FINAL_STATES:
-            return record
-        time.sleep(0.05)
-    raise AssertionError(f"message {mo_id} did not settle: {record}")
+    inbound = {"shortcode": client["shortcodes"][0], "msisdn": "919812012345", "message": message}
+    return push_until_final(api, INGEST_TOKEN, inbound)
 
 
 def outcome(record: dict[str, Any]) -> dict[str, Any]:

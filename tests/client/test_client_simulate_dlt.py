@@ -7,14 +7,11 @@ from typing import Any
 
 import orjson
 import pytest
-import typer
-from typer.testing import CliRunner
+from test_client_simulate import TOKEN, run
 
-from mogateway.cli import simulate as simulate_cli
 from mogateway.client import CallbackApp, InboundMessage
 from mogateway.testing.callback_apps import serve_asgi
 
-TOKEN = "sim-token"
 PE = "1201159178420181234"
 T_BAL = "1107161234567890001"
 T_OTP = "1107161234567890002"
@@ -25,22 +22,6 @@ EXPORT = f"""Template Id,Template Content,Status,Entity Id
 Valid 10 minutes.",Approved,{PE}
 1107161234567890003,Old {{#var#}},Rejected,{PE}
 """
-
-
-def cli() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def group() -> None:
-        """Test group."""
-
-    simulate_cli.register(app)
-    return app
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli(), ["simulate", *args])
-    return result.exit_code, result.output
 
 
 def bank(message: InboundMessage) -> str:

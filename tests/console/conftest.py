@@ -14,27 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from console_harness import CHROMIUM, CHROMIUM_ARGS, Outside, ServedGateway, served_gateway
+from console_harness import Outside, guarded_page
 
-from mogateway.testing.recorder import Answer, CallbackRecorder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: run `bash scripts/ensure-browser.sh` (scripts/test.sh does)")
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def outside() -> Outside:
-    return Outside()
+# The fixtures browser, outside, app and gw, shared by the console's and the portal's tests:
+from console_harness import app as app
+from console_harness import browser as browser
+from console_harness import gw as gw
+from console_harness import outside as outside
 
 
 @pytest.fixture
@@ -45,22 +34,5 @@ def viewport() -> dict[str, int]:
 @pytest.fixture
 def page(browser: Browser, outside: Outside, viewport: dict[str, int]) -> Iterator[Page]:
     """A fresh page (own cookies) whose requests outside 127.0.0.1 fail the test."""
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(15_000)
-    context.route("**/*", outside.route)
-    page = context.new_page()
-    yield page
-    context.close()
-    assert outside.urls == [], f"the page asked hosts other than 127.0.0.1: {outside.urls}"
-
-
-@pytest.fixture
-def app() -> Iterator[CallbackRecorder]:
-    with CallbackRecorder.in_thread(Answer.text("Thanks for your vote")) as recorder:
-        yield recorder
-
-
-@pytest.fixture
-def gw(tmp_path: Path) -> Iterator[ServedGateway]:
-    with served_gateway(tmp_path / "gateway") as gateway:
-        yield gateway
+    with guarded_page(browser, outside, viewport=viewport) as page:
+        yield page

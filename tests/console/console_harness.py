@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from gateway_harness import (
     ADMIN_TOKEN,
     INGEST_TOKEN,
@@ -26,8 +27,9 @@ from gateway_harness import (
     clean_env,
     start_serve,
 )
-from playwright.sync_api import Page, Route
+from playwright.sync_api import Browser, Page, Route, sync_playwright
 
+from mogateway.testing.recorder import Answer, CallbackRecorder
 from mogateway.testing.smsc import SimulatedSmsc
 
 T = TypeVar("T")
@@ -59,6 +61,19 @@ class Outside:
         else:
             self.urls.append(url)
             route.abort()
+
+
+@contextmanager
+def guarded_page(browser: Browser, outside: Outside, **context_options: Any) -> Iterator[Page]:
+    """A fresh page (own cookies, ``context_options`` as Playwright takes them) whose requests outside
+    127.0.0.1 fail the test once the block ends."""
+    context = browser.new_context(**context_options)
+    context.set_default_timeout(15_000)
+    context.route("**/*", outside.route)
+    page = context.new_page()
+    yield page
+    context.close()
+    assert outside.urls == [], f"the page asked hosts other than 127.0.0.1: {outside.urls}"
 
 
 def sign_in(page: Page, gw: GatewayClient, token: str = ADMIN_TOKEN) -> None:
@@ -185,3 +200,34 @@ class SmscThread:
         self.stop()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
+
+
+# Fixtures of the browser tests (tests/console, tests/portal): their conftest takes them from here.
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium driven by Playwright; without it the tests fail, they never skip."""
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} is missing: run `bash scripts/ensure-browser.sh` (scripts/test.sh does)")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def outside() -> Outside:
+    return Outside()
+
+
+@pytest.fixture
+def app() -> Iterator[CallbackRecorder]:
+    with CallbackRecorder.in_thread(Answer.text("Thanks for your vote")) as recorder:
+        yield recorder
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Iterator[ServedGateway]:
+    with served_gateway(tmp_path / "gateway") as gateway:
+        yield gateway

@@ -18,12 +18,10 @@ from playwright.sync_api import Page, expect
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import CallbackRecorder
+from whatsapp.whatsapp_harness import APP_SECRET, BUSINESS, whatsapp_config
 
 pytestmark = pytest.mark.browser
 
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"  # the fake's default cloud number
-BUSINESS = "919876543210"
 WA_SENDER = "919812345678"
 SMS_SENDER = "919810012345"
 SC = "56767"
@@ -38,18 +36,7 @@ def graph() -> Iterator[FakeGraphServer]:
 
 @pytest.fixture
 def gw(tmp_path: Path, graph: FakeGraphServer) -> Iterator[ServedGateway]:
-    config = f"""
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph.url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
-    with served_gateway(tmp_path / "gateway", config=config) as gateway:
+    with served_gateway(tmp_path / "gateway", config=whatsapp_config(graph.url)) as gateway:
         yield gateway
 
 

@@ -22,10 +22,8 @@ from playwright.sync_api import Page, expect
 from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder
+from whatsapp.whatsapp_harness import APP_SECRET, BUSINESS, whatsapp_config
 
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"
-BUSINESS = "919876543210"
 SENDER = "919812345678"
 ASKED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSMDAwMDAwMDAwMDAwMDAwMDAxAA=="
 REACTED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSQjI0RTk1OEY0RTJGRTk1RjU1AA=="
@@ -75,17 +73,7 @@ class Gateway:
 def wa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     workdir = tmp_path_factory.mktemp("console-wa-types")
     with FakeGraphServer() as graph, CallbackRecorder.in_thread(Answer.text("Thanks")) as app:
-        config = f"""
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph.url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
+        config = whatsapp_config(graph.url)
         with served_gateway(workdir / "gateway", config=config) as gw:
             gw.add_client(name="shop", shortcodes=[], whatsapp_numbers=[BUSINESS], callback_url=app.url)
             messages = _messages()

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 from gateway_harness import Codes, ServeGateway, serve_gateway
+from gateway_harness import app as app  # the fixtures app and mt, shared with the other directory
+from gateway_harness import mt as mt
 
-from mogateway.testing.recorder import Answer, CallbackRecorder
+from mogateway.testing.recorder import CallbackRecorder
 
 _blocks = itertools.count(1)
 
@@ -24,21 +26,6 @@ _blocks = itertools.count(1)
 @pytest.fixture
 def codes() -> Codes:
     return Codes(10_000 + 10 * next(_blocks))
-
-
-@pytest.fixture
-def app() -> Iterator[CallbackRecorder]:
-    """The client application: a recording callback server answering "OK" until told otherwise."""
-    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
-        yield recorder
-
-
-@pytest.fixture(scope="module")
-def mt() -> Iterator[CallbackRecorder]:
-    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
-    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
-    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
-        yield recorder
 
 
 @pytest.fixture(scope="module")

@@ -35,11 +35,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import pytest
 
 from mogateway.api.app import create_app
 from mogateway.cli.supervisor import STOP_TIMEOUT_S
 from mogateway.config import Settings
 from mogateway.node import Gateway
+from mogateway.testing.recorder import Answer, CallbackRecorder
 
 T = TypeVar("T")
 
@@ -334,6 +336,26 @@ def in_process_gateway(database: Path, **overrides: Any) -> Iterator[InProcessGa
         sock.close()
 
 
+# ------------------------------------------------------------------------------------ applications
+# Fixtures of the directories whose tests run against ``gw`` (tests/gateway, tests/cli): their conftest
+# takes them from here, so the two applications are written once.
+
+
+@pytest.fixture
+def app() -> Iterator[CallbackRecorder]:
+    """The client application: a recording callback server answering "OK" until told otherwise."""
+    with CallbackRecorder.in_thread(Answer.text("OK")) as recorder:
+        yield recorder
+
+
+@pytest.fixture(scope="module")
+def mt() -> Iterator[CallbackRecorder]:
+    """The operator's MT endpoint behind the ``http`` reply channel (answers 200 with a reference)."""
+    answer = Answer(status=200, body=b'{"id": "mt-1"}', content_type="application/json")
+    with CallbackRecorder.in_thread(answer, path="/mt") as recorder:
+        yield recorder
+
+
 # ------------------------------------------------------------------------------------ subprocess
 
 
@@ -345,11 +367,36 @@ def mogateway_command() -> list[str]:
     )
 
 
+def run_cli(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``mogateway *args`` in ``workdir`` as an operator runs it, to its end (a minute at most)."""
+    return subprocess.run(
+        [*mogateway_command(), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment without any MOGATEWAY_* setting of the developer's shell, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MOGATEWAY_")}
     env.update(extra)
     return env
+
+
+def serve_settings(workdir: Path, **extra: str) -> dict[str, str]:
+    """The MOGATEWAY_* settings of most test gateways: the journal in ``workdir``, the test tokens,
+    callbacks to loopback allowed (the applications run there), warnings only; ``extra`` over them."""
+    return {
+        "MOGATEWAY_DATABASE": str(workdir / "journal.db"),
+        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
+        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
+        "MOGATEWAY_LOG_LEVEL": "warning",
+        **extra,
+    }
+
+
+def serve_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """:func:`clean_env` with :func:`serve_settings`: the environment of a test ``mogateway serve``."""
+    return clean_env(**serve_settings(workdir, **extra))
 
 
 @dataclass

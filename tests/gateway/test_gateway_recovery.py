@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
     GatewayClient,
-    clean_env,
+    serve_env,
     start_serve,
 )
 
@@ -36,13 +34,7 @@ pytestmark = pytest.mark.slow
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return clean_env(
-        MOGATEWAY_DATABASE=str(tmp_path / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-    )
+    return serve_env(tmp_path)
 
 
 def _unfinished(gw: GatewayClient) -> int:

@@ -5,9 +5,9 @@ SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -17,7 +17,7 @@ from gateway_harness import (
     GatewayClient,
     clean_env,
     free_port,
-    mogateway_command,
+    run_cli,
     serve_gateway,
     start_serve,
     wait_until,
@@ -30,12 +30,6 @@ from postgres_databases import throwaway_database
 
 pytestmark = pytest.mark.slow
 SC = "56767"
-
-
-def cli(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*mogateway_command(), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -96,9 +90,24 @@ def assert_callback_uses(
         assert value not in serving.stderr()
 
 
+def register_signing_client(
+    workdir: Path, env: dict[str, str], app: CallbackRecorder, log_name: str
+) -> dict[str, Any]:
+    """Start the gateway, add a client of ``app`` that signs its callbacks, stop; the client's answer
+    (with its token and signing secret, which the journal keeps as ``env`` says)."""
+    serving = start_serve(workdir, env, log_name=log_name)
+    try:
+        gw = GatewayClient(serving.url)
+        client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
+        gw.close()
+    finally:
+        serving.stop()
+    return client
+
+
 def refused_start(workdir: Path, env: dict[str, str]) -> str:
     """Start ``mogateway serve`` expecting it to refuse; returns its one line."""
-    done = cli(workdir, env, "serve", "--port", str(free_port()))
+    done = run_cli(workdir, env, "serve", "--port", str(free_port()))
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -112,13 +121,7 @@ def test_with_a_key_secrets_are_sealed_and_a_new_key_replaces_the_old(
     first_key, second_key = new_key(), new_key()
     with_first = env_for(database, MOGATEWAY_SECRET_KEY=first_key)
 
-    serving = start_serve(tmp_path, with_first, log_name="register")
-    try:
-        gw = GatewayClient(serving.url)
-        client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
-        gw.close()
-    finally:
-        serving.stop()
+    client = register_signing_client(tmp_path, with_first, app, log_name="register")
     token, secret = client["token"], client["signing_secret"]
     data = stored(database)
     assert client["id"].encode() in data
@@ -136,7 +139,7 @@ def test_with_a_key_secrets_are_sealed_and_a_new_key_replaces_the_old(
 
     # Re-encrypt under the second key (keys from the environment, never the command line).
     replacing = env_for(database, MOGATEWAY_SECRET_KEY=second_key, MOGATEWAY_OLD_SECRET_KEY=first_key)
-    done = cli(tmp_path, replacing, "secrets", "reencrypt")
+    done = run_cli(tmp_path, replacing, "secrets", "reencrypt")
     assert done.returncode == 0, done.stderr
     assert f"under key id {key_id(parse_key(second_key))}" in done.stdout
     assert f"(they were: 2 under key id {key_id(parse_key(first_key))})" in done.stdout  # token + secret
@@ -155,23 +158,17 @@ def test_plain_text_secrets_are_encrypted_when_a_key_is_first_set(
     tmp_path: Path, database: str, app: CallbackRecorder
 ) -> None:
     plain = env_for(database)
-    serving = start_serve(tmp_path, plain, log_name="plain")
-    try:
-        gw = GatewayClient(serving.url)
-        client = gw.add_client(shortcodes=[SC], callback_url=app.url, sign_callbacks=True)
-        gw.close()
-    finally:
-        serving.stop()
+    client = register_signing_client(tmp_path, plain, app, log_name="plain")
     token, secret = client["token"], client["signing_secret"]
     assert token.encode() in stored(database)  # without a key: plain text, as documented
 
-    no_key = cli(tmp_path, plain, "secrets", "reencrypt")
+    no_key = run_cli(tmp_path, plain, "secrets", "reencrypt")
     assert no_key.returncode == 2 and "MOGATEWAY_SECRET_KEY" in no_key.stderr
     assert len(no_key.stderr.strip().splitlines()) == 1
 
     key = new_key()
     keyed = env_for(database, MOGATEWAY_SECRET_KEY=key)
-    done = cli(tmp_path, keyed, "secrets", "reencrypt")
+    done = run_cli(tmp_path, keyed, "secrets", "reencrypt")
     assert done.returncode == 0, done.stderr
     assert "rewrote the secrets of 1 client" in done.stdout and "2 in plain text" in done.stdout
     data = stored(database)
@@ -179,7 +176,7 @@ def test_plain_text_secrets_are_encrypted_when_a_key_is_first_set(
     assert_callback_uses(tmp_path, keyed, app, token, secret, "KEYED")
 
     # And back: --plaintext stores them unencrypted again (encryption turned off).
-    back = cli(tmp_path, keyed, "secrets", "reencrypt", "--plaintext")
+    back = run_cli(tmp_path, keyed, "secrets", "reencrypt", "--plaintext")
     assert back.returncode == 0, back.stderr
     assert token.encode() in stored(database)
     assert_callback_uses(tmp_path, plain, app, token, secret, "PLAIN")

@@ -8,19 +8,17 @@ import json
 import os
 import platform
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from gateway_harness import (
-    ADMIN_TOKEN,
     FINAL,
-    INGEST_TOKEN,
     GatewayClient,
     clean_env,
-    mogateway_command,
+    run_cli,
+    serve_env,
     start_serve,
 )
 
@@ -29,12 +27,6 @@ from mogateway.testing.recorder import Answer, CallbackRecorder
 
 pytestmark = pytest.mark.slow
 SC = "56767"
-
-
-def cli(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*mogateway_command(), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 # ------------------------------------------------------------------------------------ start-up
@@ -75,10 +67,12 @@ def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
 
         # The console script, run where the journal is, finds the generated tokens by itself.
         cli_env = clean_env(MOGATEWAY_URL=first.url)
-        added = cli(tmp_path, cli_env, "clients", "add", "--name", "echo", "-s", SC, "-u", app.url, "--json")
+        added = run_cli(
+            tmp_path, cli_env, "clients", "add", "--name", "echo", "-s", SC, "-u", app.url, "--json"
+        )
         assert added.returncode == 0, added.stderr
         assert json.loads(added.stdout)["shortcodes"] == [SC]
-        sent = cli(
+        sent = run_cli(
             tmp_path, cli_env, "send", "-s", SC, "-m", "919810012345", "HELLO", "--wait", "10", "--json"
         )
         assert sent.returncode == 0, sent.stderr
@@ -112,7 +106,7 @@ def test_tokens_are_generated_once_written_to_an_owner_only_file_and_kept(
 def test_an_invalid_setting_stops_start_up_with_one_line(
     tmp_path: Path, env: dict[str, str], setting: str
 ) -> None:
-    done = cli(tmp_path, clean_env(**env), "serve", "--port", "1")
+    done = run_cli(tmp_path, clean_env(**env), "serve", "--port", "1")
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
@@ -123,7 +117,7 @@ def test_an_invalid_setting_stops_start_up_with_one_line(
 def test_an_unknown_setting_in_the_config_file_is_named(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text("port = 8099\nreply_max_part = 3\n")
-    done = cli(tmp_path, clean_env(), "serve", "--config", str(config))
+    done = run_cli(tmp_path, clean_env(), "serve", "--config", str(config))
     assert done.returncode != 0
     assert "reply_max_part" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -135,13 +129,7 @@ N = 200
 
 
 def test_sigkill_during_callbacks_loses_nothing_and_never_splits_a_message(tmp_path: Path) -> None:
-    env = clean_env(
-        MOGATEWAY_DATABASE=str(tmp_path / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-    )
+    env = serve_env(tmp_path)
     items = [
         {"shortcode": SC, "msisdn": "919810012345", "message": f"MO {i:03d}", "id": f"src-{i}"}
         for i in range(N)

@@ -23,12 +23,11 @@ from typing import Any
 import httpx
 import pytest
 from gateway_harness import (
-    ADMIN_TOKEN,
     FINAL,
     INGEST_TOKEN,
     GatewayClient,
     ServeProcess,
-    clean_env,
+    serve_env,
     start_serve,
     worker_pids,
 )
@@ -42,14 +41,7 @@ SC = "56767"
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
-    settings = {
-        "MOGATEWAY_DATABASE": str(tmp_path / "journal.db"),
-        "MOGATEWAY_ADMIN_TOKEN": ADMIN_TOKEN,
-        "MOGATEWAY_INGEST_TOKEN": INGEST_TOKEN,
-        "MOGATEWAY_ALLOW_PRIVATE_CALLBACKS": "true",
-        "MOGATEWAY_LOG_LEVEL": "warning",
-    }
-    return clean_env(**{**settings, **extra})
+    return serve_env(tmp_path, **extra)
 
 
 def peak_concurrency(calls: list[RecordedCall], hold_s: float) -> int:

@@ -91,10 +91,9 @@ class Migrate:
     waba: str = DEST_WABA
     token: str = TOKEN
 
-    def __call__(
-        self, *extra: str, input: str | None = None, token: str | None = None, pin: bool = True
-    ) -> Result:
-        args = [
+    def command(self) -> list[str]:
+        """``waba migrate`` with the fake, the WABA, the number and the state file: what every run says."""
+        return [
             "waba",
             "migrate",
             "--graph-url",
@@ -105,8 +104,12 @@ class Migrate:
             self.phone,
             "--state",
             str(self.state),
-            "--yes",
         ]
+
+    def __call__(
+        self, *extra: str, input: str | None = None, token: str | None = None, pin: bool = True
+    ) -> Result:
+        args = [*self.command(), "--yes"]
         if pin:
             args += ["--pin", PIN]
         env = {"WABA_TOKEN": token or self.token, "MOGATEWAY_WABA_TIME_SCALE": "0"}

@@ -243,21 +243,7 @@ def test_pin_file_and_missing_token(fake: Fake, migrate: Migrate, tmp_path: Any)
 
 
 def test_missing_token_without_terminal(fake: Fake, migrate: Migrate) -> None:
-    args = [
-        "waba",
-        "migrate",
-        "--graph-url",
-        fake.url,
-        "--waba-id",
-        DEST_WABA,
-        "--phone",
-        "+91 98765 43210",
-        "--state",
-        str(migrate.state),
-        "--no-interactive",
-        "--token-env",
-        "MY_WABA_TOKEN",
-    ]
+    args = [*migrate.command(), "--no-interactive", "--token-env", "MY_WABA_TOKEN"]
     result = CliRunner().invoke(app, args, env={"MY_WABA_TOKEN": "", "WABA_TOKEN": TOKEN})
     assert result.exit_code == 2
     assert "set MY_WABA_TOKEN" in result.output
@@ -289,21 +275,7 @@ def test_not_verified_133006_goes_back_to_the_code_step(fake: Fake, migrate: Mig
 
 
 def test_interactive_confirmation_no_aborts(fake: Fake, migrate: Migrate) -> None:
-    args = [
-        "waba",
-        "migrate",
-        "--graph-url",
-        fake.url,
-        "--waba-id",
-        DEST_WABA,
-        "--phone",
-        "+91 98765 43210",
-        "--state",
-        str(migrate.state),
-        "--interactive",
-        "--pin",
-        "135790",
-    ]
+    args = [*migrate.command(), "--interactive", "--pin", "135790"]
     result = CliRunner().invoke(app, args, input="n\n", env={"WABA_TOKEN": TOKEN})
     assert result.exit_code == 10, result.output
     assert fake.requests("POST", "/phone_numbers") == []

@@ -211,21 +211,11 @@ def test_rerun_after_done_is_idempotent(fake: Fake, migrate: Migrate) -> None:
 
 
 def test_ctrl_c_at_code_prompt_then_resume(fake: Fake, tmp_path: Path) -> None:
-    state = tmp_path / "s.json"
     args = [
         sys.executable,
         "-c",
         "from mogateway.cli import main; main()",
-        "waba",
-        "migrate",
-        "--graph-url",
-        fake.url,
-        "--waba-id",
-        DEST_WABA,
-        "--phone",
-        "+91 98765 43210",
-        "--state",
-        str(state),
+        *Migrate(fake, tmp_path / "s.json").command(),
         "--yes",
         "--pin",
         PIN,

@@ -4,6 +4,7 @@ redeliveries, batches, foreign senders and a SIGKILL right after the 200."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import sys
@@ -23,23 +24,16 @@ from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
 from .webhook_mutations import expected_wamids, mutate, mutations, valid_body
+from .whatsapp_harness import APP_SECRET, BUSINESS, PNID, VERIFY_TOKEN, WhatsAppStack, start_whatsapp_serve
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
     GatewayClient,
     ServeProcess,
-    clean_env,
     default_workers,
-    start_serve,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "callback"
-APP_SECRET = "app-secret-for-tests-0123456789"
-VERIFY_TOKEN = "verify-token-for-tests"
-PNID = "106540352242922"  # the fake's default cloud number
-BUSINESS = "919876543210"
 PNID_2 = "106540352242999"  # a second number, its client wants tsunix in seconds
 BUSINESS_2 = "919876543299"
 AT = 1764216000  # the golden fixtures' webhook timestamp
@@ -81,21 +75,21 @@ def _answer(call: RecordedCall) -> Answer:
     return Answer.text(f"You said {text}" if text else "Got your file")
 
 
-class Stack:
-    """The gateway, the fake Graph API, the client application and Meta's webhook sender."""
+class Stack(WhatsAppStack):
+    """The gateway, the fake Graph API, the client application and Meta's webhook senders (one a number)."""
 
     def __init__(self, serve: ServeProcess, graph: FakeGraphServer, app: CallbackRecorder) -> None:
-        self.serve = serve
-        self.gw = GatewayClient(serve.url)
-        self.graph = graph
-        self.app = app
-        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+        super().__init__(serve, graph, app)
         self.meta2 = wh.WebhookSender(
             serve.url + "/v1/whatsapp/webhook",
             APP_SECRET,
             phone_number_id=PNID_2,
             display_phone_number=BUSINESS_2,
         )
+
+    def close(self) -> None:
+        self.meta2.close()
+        super().close()
 
     def sends(self, **params: str) -> list[dict[str, Any]]:
         data: list[dict[str, Any]] = httpx.get(self.graph.url + "/__fake/messages", params=params).json()[
@@ -122,20 +116,8 @@ class Stack:
         return ids
 
 
-def _env(workdir: Path) -> dict[str, str]:
-    return clean_env(
-        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-    )
-
-
 def _start(workdir: Path, graph: FakeGraphServer, name: str = "serve") -> ServeProcess:
-    config = workdir / "mogateway.toml"
-    config.write_text(_config(graph.url))
-    return start_serve(workdir, _env(workdir), log_name=name, args=["--config", str(config)])
+    return start_whatsapp_serve(workdir, _config(graph.url), log_name=name)
 
 
 def _register(gw: GatewayClient, app: CallbackRecorder) -> None:
@@ -155,20 +137,27 @@ def _register(gw: GatewayClient, app: CallbackRecorder) -> None:
         assert resp.json()["whatsapp_numbers"] == [number] and resp.json()["shortcodes"] == []
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("wa")
-    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
-        serve = _start(workdir, graph)
-        s = Stack(serve, graph, app)
+@contextlib.contextmanager
+def running_stack(
+    workdir: Path,
+    answer: Callable[[RecordedCall], Answer],
+    register: Callable[[GatewayClient, CallbackRecorder], None] = _register,
+) -> Iterator[Stack]:
+    """The stack of this module's numbers: the application answers with ``answer``, and ``register``
+    adds its clients before the block."""
+    with FakeGraphServer() as graph, CallbackRecorder.in_thread(answer) as app:
+        s = Stack(_start(workdir, graph), graph, app)
         try:
-            _register(s.gw, app)
+            register(s.gw, app)
             yield s
         finally:
-            s.meta.close()
-            s.meta2.close()
-            s.gw.close()
-            serve.stop()
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(tmp_path_factory.mktemp("wa"), _answer) as s:
+        yield s
 
 
 def _golden(name: str) -> bytes:

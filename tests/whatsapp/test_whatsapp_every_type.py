@@ -17,11 +17,11 @@ import pytest
 from mogateway.client import parse_message
 from mogateway.client import whatsapp as typed
 from mogateway.core.whatsapp_member import member_json
-from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
-from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
+from mogateway.testing.recorder import Answer, RecordedCall
 
-from .test_whatsapp_end_to_end import PNID, Stack, _register, _start
+from .test_whatsapp_end_to_end import Stack, running_stack
+from .whatsapp_harness import PNID
 
 ASKED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSMDAwMDAwMDAwMDAwMDAwMDAxAA=="
 REACTED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAERgSQjI0RTk1OEY0RTJGRTk1RjU1AA=="
@@ -216,18 +216,8 @@ def _answer(call: RecordedCall) -> Answer:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("wa-types")
-    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
-        serve = _start(workdir, graph)
-        s = Stack(serve, graph, app)
-        try:
-            _register(s.gw, app)
-            yield s
-        finally:
-            s.meta.close()
-            s.meta2.close()
-            s.gw.close()
-            serve.stop()
+    with running_stack(tmp_path_factory.mktemp("wa-types"), _answer) as s:
+        yield s
 
 
 def _called(stack: Stack, message_id: str) -> RecordedCall:

@@ -25,69 +25,42 @@ from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
+from .whatsapp_harness import (
+    WhatsAppStack,
+    add_whatsapp_client,
+    start_whatsapp_serve,
+    whatsapp_config,
+)
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
     ADMIN_TOKEN,
-    INGEST_TOKEN,
-    GatewayClient,
     ServeProcess,
-    clean_env,
     metric,
-    start_serve,
     worker_pids,
 )
 
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"  # the fake's default cloud number
-BUSINESS = "919876543210"
 PUBLIC_URL = "https://gw.example.test"  # what clients reach the gateway by (a proxy in front)
 SECRET_KEY = base64.urlsafe_b64encode(bytes(range(32))).decode()
 MiB = 1024 * 1024
 
 
 def _config(graph_url: str) -> str:
-    return f"""
-public_url = "{PUBLIC_URL}"
-secret_key = "{SECRET_KEY}"
-
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph_url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
+    return whatsapp_config(graph_url, settings=f'public_url = "{PUBLIC_URL}"\nsecret_key = "{SECRET_KEY}"')
 
 
 def _blank(call: RecordedCall) -> Answer:
     return Answer.text("")
 
 
-class Media:
+class Media(WhatsAppStack):
     """The stack: the gateway, the fake Graph API, the application, Meta's webhook sender."""
 
     def __init__(self, serve: ServeProcess, graph: FakeGraphServer, app: CallbackRecorder) -> None:
-        self.serve = serve
-        self.gw = GatewayClient(serve.url)
-        self.graph = graph
-        self.app = app
-        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+        super().__init__(serve, graph, app)
         self.client_tokens: dict[str, str] = {}
         self.client_ids: dict[str, str] = {}
         self._sender = 919812340000
-
-    def register(self, **body: Any) -> dict[str, Any]:
-        """A media at the fake Graph API (fake_graph.media)."""
-        answer: dict[str, Any] = (
-            httpx.post(self.graph.url + "/__fake/media", json=body).raise_for_status().json()
-        )
-        return answer
-
-    def change(self, media_id: str, **body: Any) -> None:
-        httpx.patch(f"{self.graph.url}/__fake/media/{media_id}", json=body).raise_for_status()
 
     def deliver(self, kind: str, media: dict[str, Any], **extra: Any) -> tuple[str, dict[str, Any]]:
         """A webhook with a media message; (its message id, its callback's whatsapp member)."""
@@ -120,25 +93,11 @@ class Media:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Media]:
     workdir = tmp_path_factory.mktemp("wa-media")
     with FakeGraphServer() as graph, CallbackRecorder.in_thread(_blank) as app:
-        config = workdir / "mogateway.toml"
-        config.write_text(_config(graph.url))
-        env = clean_env(
-            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-            MOGATEWAY_LOG_LEVEL="warning",
-        )
-        serve = start_serve(workdir, env, log_name="media", args=["--config", str(config)])
+        serve = start_whatsapp_serve(workdir, _config(graph.url), log_name="media")
         s = Media(serve, graph, app)
         try:
-            resp = s.gw.admin(
-                "POST",
-                "/v1/clients",
-                json={"name": "shop", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
-            )
-            assert resp.status_code == 201, resp.text
-            s.client_tokens["shop"], s.client_ids["shop"] = resp.json()["token"], resp.json()["id"]
+            shop = add_whatsapp_client(s.gw, app.url)
+            s.client_tokens["shop"], s.client_ids["shop"] = shop["token"], shop["id"]
             other = s.gw.admin(
                 "POST",
                 "/v1/clients",
@@ -148,9 +107,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Media]:
             s.client_tokens["other"], s.client_ids["other"] = other.json()["token"], other.json()["id"]
             yield s
         finally:
-            s.meta.close()
-            s.gw.close()
-            serve.stop()
+            s.close()
 
 
 def _problem(resp: httpx.Response, status: int, kind: str) -> dict[str, Any]:

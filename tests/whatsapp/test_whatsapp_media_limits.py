@@ -24,41 +24,31 @@ from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
+from .whatsapp_harness import (
+    WhatsAppStack,
+    add_whatsapp_client,
+    start_whatsapp_serve,
+    whatsapp_config,
+)
 
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"
-BUSINESS = "919876543210"
+sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
+from gateway_harness import GatewayClient, ServeProcess
 
 
 def _config(graph_url: str) -> str:
-    return f"""
-whatsapp_media_client_concurrency = 1
-
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph_url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
+    return whatsapp_config(graph_url, settings="whatsapp_media_client_concurrency = 1")
 
 
-class Plain:
+class Plain(WhatsAppStack):
     def __init__(
         self, serve: ServeProcess, graph: FakeGraphServer, app: CallbackRecorder, token: str
     ) -> None:
-        self.serve, self.graph, self.app, self.token = serve, graph, app, token
-        self.gw = GatewayClient(serve.url)
-        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+        super().__init__(serve, graph, app)
+        self.token = token
 
     def media_message(self, sender: str, **media: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """(message id, the callback's member, the fake's description of the media)."""
-        registered = httpx.post(self.graph.url + "/__fake/media", json=media).raise_for_status().json()
+        registered = self.register(**media)
         msg = wh.media(sender, "image", media_id=registered["id"], sha256=registered["sha256"])
         (mid,) = json.loads(self.meta.send(msg).text)["ids"]
         deadline = time.monotonic() + 15
@@ -72,32 +62,16 @@ class Plain:
 def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plain]:
     workdir = tmp_path_factory.mktemp("wa-media-plain")
     with FakeGraphServer() as graph, CallbackRecorder.in_thread(lambda call: Answer.text("")) as app:
-        config = workdir / "mogateway.toml"
-        config.write_text(_config(graph.url))
-        env = clean_env(
-            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-            MOGATEWAY_LOG_LEVEL="warning",
-        )
         # One worker: the concurrency limit is per process.
-        serve = start_serve(workdir, env, log_name="plain", args=["--config", str(config), "--workers", "1"])
+        serve = start_whatsapp_serve(workdir, _config(graph.url), log_name="plain", args=["--workers", "1"])
         gw = GatewayClient(serve.url)
-        resp = gw.admin(
-            "POST",
-            "/v1/clients",
-            json={"name": "shop", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
-        )
-        assert resp.status_code == 201, resp.text
+        shop = add_whatsapp_client(gw, app.url)
         gw.close()
-        p = Plain(serve, graph, app, resp.json()["token"])
+        p = Plain(serve, graph, app, shop["token"])
         try:
             yield p
         finally:
-            p.meta.close()
-            p.gw.close()
-            serve.stop()
+            p.close()
 
 
 def test_without_public_url_the_member_has_the_id_and_no_url(plain: Plain) -> None:

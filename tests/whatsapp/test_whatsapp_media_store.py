@@ -22,29 +22,19 @@ from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
+from .whatsapp_harness import WhatsAppStack, add_whatsapp_client, start_whatsapp_serve, whatsapp_config
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
-
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"
-BUSINESS = "919876543210"
+from gateway_harness import GatewayClient, ServeProcess
 
 
-class Kept:
-    def __init__(self, serve: ServeProcess, graph: FakeGraphServer, store: Path, token: str) -> None:
-        self.serve, self.graph, self.store, self.token = serve, graph, store, token
-        self.gw = GatewayClient(serve.url)
-        self.meta = wh.WebhookSender(serve.url + "/v1/whatsapp/webhook", APP_SECRET)
+class Kept(WhatsAppStack):
+    def __init__(
+        self, serve: ServeProcess, graph: FakeGraphServer, app: CallbackRecorder, store: Path, token: str
+    ) -> None:
+        super().__init__(serve, graph, app)
+        self.store, self.token = store, token
         self._sender = 919812350000
-
-    def register(self, **body: Any) -> dict[str, Any]:
-        media: dict[str, Any] = (
-            httpx.post(self.graph.url + "/__fake/media", json=body).raise_for_status().json()
-        )
-        return media
-
-    def change(self, media_id: str, **body: Any) -> None:
-        httpx.patch(f"{self.graph.url}/__fake/media/{media_id}", json=body).raise_for_status()
 
     def deliver(self, media: dict[str, Any], sha256: str | None = None) -> str:
         self._sender += 1
@@ -95,45 +85,16 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
     workdir = tmp_path_factory.mktemp("wa-media-store")
     store = workdir / "media"
     with FakeGraphServer() as graph, CallbackRecorder.in_thread(lambda call: Answer.text("")) as app:
-        config = workdir / "mogateway.toml"
-        config.write_text(
-            f"""
-whatsapp_media_store = "{store}"
-
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph.url}"
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
-        )
-        env = clean_env(
-            MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-            MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-            MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-            MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-            MOGATEWAY_LOG_LEVEL="warning",
-        )
-        serve = start_serve(workdir, env, log_name="store", args=["--config", str(config)])
+        config = whatsapp_config(graph.url, settings=f'whatsapp_media_store = "{store}"')
+        serve = start_whatsapp_serve(workdir, config, log_name="store")
         gw = GatewayClient(serve.url)
-        resp = gw.admin(
-            "POST",
-            "/v1/clients",
-            json={"name": "shop", "whatsapp_numbers": [BUSINESS], "callback_url": app.url},
-        )
-        assert resp.status_code == 201, resp.text
+        shop = add_whatsapp_client(gw, app.url)
         gw.close()
-        k = Kept(serve, graph, store, resp.json()["token"])
+        k = Kept(serve, graph, app, store, shop["token"])
         try:
             yield k
         finally:
-            k.meta.close()
-            k.gw.close()
-            serve.stop()
+            k.close()
 
 
 def test_a_media_is_kept_as_it_comes_and_served_after_meta_forgot_it(kept: Kept) -> None:

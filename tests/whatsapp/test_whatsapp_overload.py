@@ -21,60 +21,24 @@ from prometheus_client.parser import text_string_to_metric_families
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
+from .whatsapp_harness import APP_SECRET, PNID, add_whatsapp_client, start_whatsapp_serve, whatsapp_config
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
     GatewayClient,
     ServeProcess,
-    clean_env,
-    start_serve,
 )
 
-APP_SECRET = "app-secret-for-tests-0123456789"
-PNID = "106540352242922"
-BUSINESS = "919876543210"
 ENDS = frozenset({"replied", "reply_failed", "reply_unknown"})
 
 
 def _start(workdir: Path, graph_url: str, extra: str) -> ServeProcess:
-    config = workdir / "mogateway.toml"
-    config.write_text(
-        f"""
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph_url}"
-{extra}
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
-    )
-    env = clean_env(
-        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-    )
-    return start_serve(workdir, env, args=["--config", str(config), "--workers", "1"])
+    config = whatsapp_config(graph_url, whatsapp=extra)
+    return start_whatsapp_serve(workdir, config, args=["--workers", "1"])
 
 
 def _register(gw: GatewayClient, url: str, max_concurrency: int) -> None:
-    resp = gw.admin(
-        "POST",
-        "/v1/clients",
-        json={
-            "name": "wa",
-            "whatsapp_numbers": [BUSINESS],
-            "callback_url": url,
-            "max_concurrency": max_concurrency,
-        },
-    )
-    assert resp.status_code == 201, resp.text
+    add_whatsapp_client(gw, url, name="wa", max_concurrency=max_concurrency)
 
 
 def _samples(gw: GatewayClient, name: str) -> list[Any]:

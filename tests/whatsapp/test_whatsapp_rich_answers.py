@@ -25,12 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import ADMIN_TOKEN, GatewayClient
 
-from .test_whatsapp_end_to_end import (
-    APP_SECRET,
-    BUSINESS,
-    Stack,
-    _start,
-)
+from .test_whatsapp_end_to_end import Stack, _start, running_stack
+from .whatsapp_harness import APP_SECRET, BUSINESS
 
 PE = "1201159178420181234"  # a DLT principal entity id (19 digits)
 REACTED = "wamid.HBgMOTE5ODEyMzQ1Njc4FQIAEhgSQUJDREVGMDEyMzQ1Njc4OQA="
@@ -124,18 +120,8 @@ def _answer(call: RecordedCall) -> Answer:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("wa-rich")
-    with FakeGraphServer() as graph, CallbackRecorder.in_thread(_answer) as app:
-        serve = _start(workdir, graph)
-        s = Stack(serve, graph, app)
-        try:
-            _register(s.gw, app)
-            yield s
-        finally:
-            s.meta.close()
-            s.meta2.close()
-            s.gw.close()
-            serve.stop()
+    with running_stack(tmp_path_factory.mktemp("wa-rich"), _answer, _register) as s:
+        yield s
 
 
 def _register(gw: GatewayClient, app: CallbackRecorder) -> None:

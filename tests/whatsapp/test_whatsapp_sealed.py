@@ -25,12 +25,11 @@ from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import (
-    ADMIN_TOKEN,
-    INGEST_TOKEN,
     GatewayClient,
     clean_env,
     free_port,
     mogateway_command,
+    serve_env,
     start_serve,
 )
 
@@ -274,16 +273,6 @@ def test_reencrypt_lists_the_settings_secrets_to_seal_again(tmp_path: Path) -> N
 # ------------------------------------------------------------------------------------ serve
 
 
-def _serve_env(workdir: Path, **extra: str) -> dict[str, str]:
-    return clean_env(
-        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        **{"MOGATEWAY_LOG_LEVEL": "warning", **extra},
-    )
-
-
 @pytest.mark.parametrize(
     ("key", "says"),
     [
@@ -295,7 +284,7 @@ def test_serve_with_sealed_values_and_no_or_the_wrong_key_stops_in_one_line(
     tmp_path: Path, key: str | None, says: str
 ) -> None:
     config = _config(tmp_path / "m.toml", *_sealed(KEY))
-    env = _serve_env(tmp_path, **({"MOGATEWAY_SECRET_KEY": key} if key else {}))
+    env = serve_env(tmp_path, **({"MOGATEWAY_SECRET_KEY": key} if key else {}))
     done = subprocess.run(
         [*mogateway_command(), "serve", "--port", str(free_port()), "--config", str(config)],
         env=env,
@@ -334,7 +323,7 @@ def test_serve_with_every_whatsapp_secret_sealed_handshakes_verifies_and_replies
     sealed = _sealed(OTHER_KEY)
     config = _config(tmp_path / "m.toml", *sealed, graph=graph.url)
     # The values were sealed under the key being replaced: old_secret_key opens them.
-    env = _serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY, MOGATEWAY_OLD_SECRET_KEY=OTHER_KEY)
+    env = serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY, MOGATEWAY_OLD_SECRET_KEY=OTHER_KEY)
     with CallbackRecorder.in_thread(_answer) as app:
         serve = start_serve(tmp_path, env, args=["--config", str(config)])
         gw = GatewayClient(serve.url)
@@ -378,7 +367,7 @@ def test_serve_warns_once_that_clear_values_are_stored_in_clear_when_a_key_is_se
     config = _config(tmp_path / "m.toml", app, verify, ACCESS_TOKEN)
     serve = start_serve(
         tmp_path,
-        _serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY, MOGATEWAY_LOG_LEVEL="info"),  # info: the start line
+        serve_env(tmp_path, MOGATEWAY_SECRET_KEY=KEY, MOGATEWAY_LOG_LEVEL="info"),  # info: the start line
         args=["--config", str(config), "--workers", "2"],
     )
     serve.wait_all_serving()  # the warning is one worker's; /healthz answered from either

@@ -23,12 +23,12 @@ from mogateway.testing.fake_graph import FakeGraphServer
 from mogateway.testing.fake_graph import webhooks as wh
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
+from .whatsapp_harness import add_whatsapp_client, start_whatsapp_serve, whatsapp_config
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
-from gateway_harness import ADMIN_TOKEN, INGEST_TOKEN, GatewayClient, ServeProcess, clean_env, start_serve
+from gateway_harness import GatewayClient, ServeProcess
 
 APP_SECRET = "app-secret-for-limits-0123456789"
-PNID = "106540352242922"
-BUSINESS = "919876543210"
 LIMIT = 16 * 1024
 ITEMS = 3
 
@@ -55,40 +55,13 @@ def _answer(call: RecordedCall) -> Answer:
 
 
 def _serve(workdir: Path, graph: FakeGraphServer, retention_days: int = 30) -> ServeProcess:
-    config = workdir / "mogateway.toml"
-    config.write_text(
-        f"""
-[whatsapp]
-app_secret = "{APP_SECRET}"
-verify_token = "verify-token-for-tests"
-graph_url = "{graph.url}"
-max_webhook_bytes = {LIMIT}
-max_webhook_items = {ITEMS}
-
-[[whatsapp.numbers]]
-phone_number_id = "{PNID}"
-display_phone_number = "{BUSINESS}"
-access_token = "rehearsal-token"
-"""
-    )
-    env = clean_env(
-        MOGATEWAY_DATABASE=str(workdir / "journal.db"),
-        MOGATEWAY_ADMIN_TOKEN=ADMIN_TOKEN,
-        MOGATEWAY_INGEST_TOKEN=INGEST_TOKEN,
-        MOGATEWAY_ALLOW_PRIVATE_CALLBACKS="true",
-        MOGATEWAY_LOG_LEVEL="warning",
-        MOGATEWAY_MESSAGE_RETENTION_DAYS=str(retention_days),
-    )
-    return start_serve(workdir, env, log_name="serve", args=["--config", str(config)])
+    limits = f"max_webhook_bytes = {LIMIT}\nmax_webhook_items = {ITEMS}"
+    config = whatsapp_config(graph.url, whatsapp=limits, app_secret=APP_SECRET)
+    return start_whatsapp_serve(workdir, config, MOGATEWAY_MESSAGE_RETENTION_DAYS=str(retention_days))
 
 
 def _register(s: Stack) -> None:
-    resp = s.gw.admin(
-        "POST",
-        "/v1/clients",
-        json={"name": "wa", "whatsapp_numbers": [BUSINESS], "callback_url": s.app.url},
-    )
-    assert resp.status_code == 201, resp.text
+    add_whatsapp_client(s.gw, s.app.url, name="wa")
 
 
 @pytest.fixture(scope="module")
