@@ -19,7 +19,7 @@ from datetime import datetime
 from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mogateway.api.console.render import SECURITY_HEADERS
+from mogateway.api.browser.render import SECURITY_HEADERS
 from mogateway.api.portal.web import PortalRoute, Visit, context, html, page
 from mogateway.core.isotime import iso
 from mogateway.core.ports import MessageRecord

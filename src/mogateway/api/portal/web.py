@@ -21,19 +21,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import jinja2
 from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from mogateway.api.browser.render import Pages
 from mogateway.api.browser.sessions import PORTAL, same_origin, same_secret
-from mogateway.api.console.render import SECURITY_HEADERS, ago, ms, num, pct, utc_offset, when
 from mogateway.api.console.web import read_form
 from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
 from mogateway.core.ids import not_an_id
 from mogateway.core.portal_accounts import PortalUser, may
 from mogateway.core.portal_store import PortalStore
-from mogateway.core.timeline import NO_REPLY_STATES, tone
 from mogateway.edges.urlguard import check_callback_url
 from mogateway.gateway_view import GatewayView
 from mogateway.service.client_scope import ClientScope
@@ -56,23 +54,17 @@ __all__ = [
 
 COOKIE = PORTAL.cookie
 
-environment = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-    autoescape=True,
-    undefined=jinja2.ChainableUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-environment.filters.update(when=when, ago=ago, num=num, pct=pct, ms=ms)
-environment.globals.update(utc_offset=utc_offset, tone=tone, NO_REPLY_STATES=NO_REPLY_STATES)
+pages = Pages(Path(__file__).with_name("templates"))
+environment = pages.environment
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    return environment.get_template(template).render(context)
+    return pages.render(template, context)
 
 
 def html(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    return HTMLResponse(render(template, context), status_code=status, headers=SECURITY_HEADERS)
+    """A portal page (or fragment) with the security headers."""
+    return pages.html(template, context, status)
 
 
 class PortalState:
