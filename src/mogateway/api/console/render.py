@@ -10,7 +10,7 @@ from starlette.responses import HTMLResponse
 
 from mogateway.api.browser.render import Pages
 
-__all__ = ["chart", "environment", "html", "pages", "render"]
+__all__ = ["chart", "environment", "html", "console_pages", "render"]
 
 
 def chart(series: dict[str, Any], width: int = 600, height: int = 120) -> dict[str, Any]:
@@ -36,14 +36,14 @@ def chart(series: dict[str, Any], width: int = 600, height: int = 120) -> dict[s
     }
 
 
-pages = Pages(Path(__file__).with_name("templates"), chart=chart)
-environment = pages.environment
+console_pages = Pages(Path(__file__).with_name("templates"), chart=chart)
+environment = console_pages.environment
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    return pages.render(template, context)
+    return console_pages.render(template, context)
 
 
 def html(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
     """A console page (or fragment) with the security headers."""
-    return pages.html(template, context, status)
+    return console_pages.html(template, context, status)
