@@ -97,3 +97,16 @@ def test_each_ui_reads_its_own_templates_first_and_the_shared_ones_as_browser() 
     console = console_pages.render("refused.html", {"reason": "r"})
     portal = portal_pages.render("refused.html", {"reason": "r"})
     assert "mogateway console" in console and "mogateway portal" in portal
+
+
+def test_every_console_and_portal_route_sends_the_early_answers() -> None:
+    """A route outside BrowserRoute would turn a guard's Answered into a server error."""
+    from mogateway.api.console import clients, messages, pages, people, signin
+    from mogateway.api.portal import account, callback, credentials, reports
+    from mogateway.api.portal import pages as portal_page_routes
+    from mogateway.api.portal import signin as portal_signin
+
+    modules = (clients, messages, pages, people, signin, account, callback, credentials, reports)
+    routes = [r for m in (*modules, portal_page_routes, portal_signin) for r in m.router.routes]
+    assert len(routes) > 30
+    assert all(isinstance(r, BrowserRoute) for r in routes)
