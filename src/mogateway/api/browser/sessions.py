@@ -15,7 +15,7 @@ password and TOTP) into different tables, but keep one set of rules, written her
   :func:`set_signin_cookie`, :func:`signin_form_ok`). A POST whose browser says it comes from
   another site is refused (:func:`same_origin`).
 * What a page has to say on the next page only (a new token, shown once) is kept on the session row,
-  sealed (AES-256-GCM) under a key derived from the session id (:func:`flash`, :func:`take_flashes`):
+  sealed (AES-256-GCM) under a key derived from the session id (:class:`BrowserSessions`):
   only the browser holding the cookie can have it read.
 * Failed sign-ins are counted per key in the journal, so a limit holds over every worker and node
   (:class:`SignInThrottle`): past it every attempt is refused, right or wrong, until the oldest failure
@@ -32,8 +32,8 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -45,13 +45,14 @@ from starlette.responses import RedirectResponse, Response
 __all__ = [
     "CONSOLE",
     "PORTAL",
+    "BrowserSession",
+    "BrowserSessions",
     "SessionScope",
     "SignInThrottle",
     "clear_session_cookie",
     "clear_signin_cookie",
     "csrf_token",
     "derived",
-    "flash",
     "lookup_key",
     "safe_next",
     "same_origin",
@@ -64,13 +65,15 @@ __all__ = [
     "signin_form_ok",
     "signin_token",
     "throttled",
-    "take_flashes",
 ]
 
 #: The longest cookie value looked up as a session id (an id is 43 characters).
 _MAX_ID = 100
 _SIGNIN_COOKIE_S = 3600
 _MAX_FAILURE_ROWS = 10_000
+
+_Row = TypeVar("_Row")
+_RowOut = TypeVar("_RowOut", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,22 +133,6 @@ def csrf_token(scope: SessionScope, session_id: str) -> str:
 # ------------------------------------------------------------------------------------------ flashes
 
 
-class FlashedSession(Protocol):
-    """A session as read for one request, with the flashes read with it."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def key(self) -> str: ...
-
-    flashes: list[dict[str, Any]]
-
-
-class FlashStore(Protocol):
-    async def set_flashes(self, key: str, flashes: str) -> None: ...
-
-
 def _box(scope: SessionScope, session_id: str) -> AESGCM:
     return AESGCM(derived(scope, session_id, b"flashes"))
 
@@ -170,20 +157,71 @@ def open_flashes(scope: SessionScope, session_id: str, stored: str) -> list[dict
     return flashes
 
 
-async def flash(
-    scope: SessionScope, store: FlashStore, session: FlashedSession, kind: str, text: str, **extra: Any
-) -> None:
-    """Keep a message for the session's next page (whichever worker serves it)."""
-    session.flashes.append({"kind": kind, "text": text, **extra})
-    await store.set_flashes(session.key, seal_flashes(scope, session.id, session.flashes))
+@dataclass(slots=True)
+class BrowserSession:
+    """One signed-in browser, as read for one request, in its UI's scope (the portal's adds its person)."""
+
+    scope: SessionScope
+    id: str
+    expires_at: float
+    #: Messages for the next page only, as read with the session (:meth:`BrowserSessions.flash`).
+    flashes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return session_key(self.id)
+
+    @property
+    def csrf(self) -> str:
+        return csrf_token(self.scope, self.id)
 
 
-async def take_flashes(store: FlashStore, session: FlashedSession) -> list[dict[str, Any]]:
-    """The messages kept for this page, forgotten as they are shown."""
-    out, session.flashes = session.flashes, []
-    if out:
-        await store.set_flashes(session.key, "")
-    return out
+class SessionRows(Protocol[_RowOut]):
+    """What both UIs' session tables do alike (the console's and the portal's, in the journal): a live
+    session's row (each table's own), its flashes, its end."""
+
+    async def session(self, key: str, now: float) -> _RowOut | None: ...
+
+    async def set_flashes(self, key: str, flashes: str) -> None: ...
+
+    async def end_session(self, key: str) -> None: ...
+
+
+class BrowserSessions(Generic[_Row]):
+    """What the console's and the portal's session stores do alike: find a cookie's live session row,
+    end one session, keep a flash for the next page, take the flashes of this one. Each store opens and
+    reads its own kind of session from its row."""
+
+    def __init__(
+        self, scope: SessionScope, rows: SessionRows[_Row], lifetime_s: float, clock: Callable[[], float]
+    ) -> None:
+        self.scope = scope
+        self.lifetime_s = lifetime_s
+        self._rows = rows
+        self._clock = clock
+
+    async def _row(self, session_id: str | None) -> _Row | None:
+        """The journal's row of a cookie's session, unless it cannot be an id, is unknown or expired."""
+        key = lookup_key(session_id)
+        if key is None:
+            return None
+        return await self._rows.session(key, self._clock())
+
+    async def end(self, session_id: str | None) -> None:
+        if session_id:
+            await self._rows.end_session(session_key(session_id))
+
+    async def flash(self, session: BrowserSession, kind: str, text: str, **extra: Any) -> None:
+        """Keep a message for the session's next page (whichever worker serves it)."""
+        session.flashes.append({"kind": kind, "text": text, **extra})
+        await self._rows.set_flashes(session.key, seal_flashes(self.scope, session.id, session.flashes))
+
+    async def take_flashes(self, session: BrowserSession) -> list[dict[str, Any]]:
+        """The messages kept for this page, forgotten as they are shown."""
+        out, session.flashes = session.flashes, []
+        if out:
+            await self._rows.set_flashes(session.key, "")
+        return out
 
 
 # ------------------------------------------------------------------------------------------ cookies

@@ -19,12 +19,11 @@ from mogateway.api.console.web import (
     inline,
     not_found,
     page_context,
+    page_session,
     path,
     redirect,
-    session_of,
     split_words,
     state_of,
-    to_signin,
 )
 from mogateway.core.timeline import FINAL_STATES
 
@@ -57,9 +56,7 @@ async def _clients_page(
 
 @router.get("/clients")
 async def clients(request: Request) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     return await _clients_page(request, session)
 
 
@@ -86,10 +83,7 @@ def _client_body(form: dict[str, str], *, partial: bool) -> dict[str, Any]:
 
 @router.post("/clients")
 async def create_client(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, form = guarded
+    session, form = await guard(request)
     status, data = await state_of(request).api("POST", "/v1/clients", json=_client_body(form, partial=False))
     if status != 201:
         return await _clients_page(request, session, error=data["detail"], form=form)
@@ -106,9 +100,7 @@ async def _client_or_none(request: Request, client_id: str) -> dict[str, Any] | 
 
 @router.get("/clients/{client_id}")
 async def edit_client_page(request: Request, client_id: str) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     client = await _client_or_none(request, client_id)
     if client is None:
         return await not_found(request, session, "clients", f"client {client_id}")
@@ -117,10 +109,7 @@ async def edit_client_page(request: Request, client_id: str) -> Response:
 
 @router.post("/clients/{client_id}")
 async def edit_client(request: Request, client_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, form = guarded
+    session, form = await guard(request)
     state = state_of(request)
     status, data = await state.api(
         "PATCH", path("/v1/clients/{}", client_id), json=_client_body(form, partial=True)
@@ -138,10 +127,7 @@ async def edit_client(request: Request, client_id: str) -> Response:
 
 @router.post("/clients/{client_id}/token")
 async def rotate_token(request: Request, client_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     status, data = await state_of(request).api("POST", path("/v1/clients/{}/token", client_id))
     if status != 200:
         return await not_found(request, session, "clients", f"client {client_id}")
@@ -157,9 +143,7 @@ async def rotate_token(request: Request, client_id: str) -> Response:
 
 @router.get("/clients/{client_id}/remove")
 async def remove_client_page(request: Request, client_id: str) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     client = await _client_or_none(request, client_id)
     if client is None:
         return await not_found(request, session, "clients", f"client {client_id}")
@@ -168,10 +152,7 @@ async def remove_client_page(request: Request, client_id: str) -> Response:
 
 @router.post("/clients/{client_id}/remove")
 async def remove_client(request: Request, client_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     state = state_of(request)
     client = await _client_or_none(request, client_id)
     status, _ = await state.api("DELETE", path("/v1/clients/{}", client_id))
@@ -184,10 +165,7 @@ async def remove_client(request: Request, client_id: str) -> Response:
 @router.post("/clients/{client_id}/test")
 async def test_mo(request: Request, client_id: str) -> Response:
     """Push a test MO through the ingest API, like ``mogateway send``, and wait for its outcome."""
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, form = guarded
+    session, form = await guard(request)
     state = state_of(request)
     client = await _client_or_none(request, client_id)
     if client is None:

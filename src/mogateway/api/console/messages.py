@@ -17,11 +17,10 @@ from mogateway.api.console.web import (
     guard,
     not_found,
     page_context,
+    page_session,
     path,
     redirect,
-    session_of,
     state_of,
-    to_signin,
 )
 from mogateway.core.media_url import sign
 from mogateway.core.message import CHANNELS
@@ -44,9 +43,7 @@ def _local_iso(value: str, field: str) -> str | None:
 
 @router.get("/messages")
 async def messages(request: Request) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     state = state_of(request)
     keys = ("msisdn", "shortcode", "client", "state", "channel", "from", "to")
     q = {k: request.query_params.get(k, "") for k in keys}
@@ -122,9 +119,7 @@ def event_details(event: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @router.get("/messages/{message_id}")
 async def message_page(request: Request, message_id: str) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     status, message = await state_of(request).api("GET", path("/v1/messages/{}", message_id))
     if status != 200:
         return await not_found(request, session, "messages", f"message {message_id}")
@@ -151,9 +146,7 @@ _OPERATOR = "operator"
 async def media(request: Request, message_id: str) -> Response:
     """The "open media" link of a WhatsApp media message: a signed-in operator is sent to the media
     route with a URL signed for the operator, valid a minute (api.whatsapp_media streams it)."""
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     keys = state_of(request).gateway.media_url_keys
     if not keys:
         return await not_found(request, session, "messages", f"media of message {message_id}")
@@ -164,10 +157,7 @@ async def media(request: Request, message_id: str) -> Response:
 
 @router.post("/messages/{message_id}/replay")
 async def replay(request: Request, message_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     status, data = await state_of(request).api("POST", path("/v1/messages/{}/replay", message_id))
     if status == 202:
         await state_of(request).sessions.flash(

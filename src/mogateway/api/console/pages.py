@@ -12,34 +12,31 @@ from starlette.responses import Response, StreamingResponse
 
 from mogateway.api.console.render import html, render
 from mogateway.api.console.web import (
+    ConsoleRoute,
     ConsoleState,
     page_context,
+    page_session,
     session_of,
     state_of,
-    to_signin,
 )
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 _STREAM_S = 55  # a live stream ends after this and the browser reconnects: none outlives a restart long
 
 
 @router.get("/")
 async def overview(request: Request) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     stats = await state_of(request).stats.snapshot("today")
     return html("overview.html", await page_context(request, session, "overview", stats=stats))
 
 
 @router.get("/binds")
 async def binds(request: Request) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     live = await state_of(request).live()
     return html("binds.html", await page_context(request, session, "binds", live=live))
 

@@ -14,11 +14,10 @@ from mogateway.api.console.web import (
     guard,
     not_found,
     page_context,
+    page_session,
     path,
     redirect,
-    session_of,
     state_of,
-    to_signin,
 )
 
 __all__ = ["router"]
@@ -27,9 +26,7 @@ router = APIRouter(prefix="/console", include_in_schema=False, route_class=Conso
 
 
 async def _page(request: Request, client_id: str, error: str | None = None) -> Response:
-    session = await session_of(request)
-    if session is None:
-        return to_signin(request)
+    session = await page_session(request)
     state = state_of(request)
     status, client = await state.api("GET", path("/v1/clients/{}", client_id))
     if status != 200:
@@ -50,10 +47,7 @@ async def portal_people(request: Request, client_id: str) -> Response:
 
 @router.post("/clients/{client_id}/portal/invite")
 async def invite(request: Request, client_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, form = guarded
+    session, form = await guard(request)
     state = state_of(request)
     body: dict[str, Any] = {"email": form.get("email", "").strip(), "role": form.get("role", "viewer")}
     status, data = await state.api("POST", path("/v1/clients/{}/portal/invites", client_id), json=body)
@@ -75,10 +69,7 @@ async def invite(request: Request, client_id: str) -> Response:
 
 @router.post("/clients/{client_id}/portal/users/{user_id}/disable")
 async def disable_user(request: Request, client_id: str, user_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     status, _ = await state_of(request).api(
         "POST", path("/v1/clients/{}/portal/users/{}/disable", client_id, user_id)
     )
@@ -90,10 +81,7 @@ async def disable_user(request: Request, client_id: str, user_id: str) -> Respon
 
 @router.post("/clients/{client_id}/portal/disable")
 async def disable_all(request: Request, client_id: str) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     status, data = await state_of(request).api("POST", path("/v1/clients/{}/portal/disable", client_id))
     if status != 200:
         return await not_found(request, session, "clients", f"client {client_id}")

@@ -42,20 +42,16 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from mogateway.api.browser.sessions import (
     CONSOLE,
+    BrowserSession,
+    BrowserSessions,
     SignInThrottle,
-    csrf_token,
     derived,
-    flash,
-    lookup_key,
     open_flashes,
     same_secret,
     session_key,
-    take_flashes,
 )
 from mogateway.core.ports import ConsoleSessionStore
 
@@ -79,25 +75,11 @@ def token_tag(session_id: str, admin_token: str) -> str:
     return hmac.new(key, admin_token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-@dataclass(slots=True)
-class Session:
-    """One signed-in browser, as read for one request."""
-
-    id: str
-    expires_at: float
-    #: Messages for the next page only, as read with the session (SessionStore.flash/take_flashes).
-    flashes: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return session_key(self.id)
-
-    @property
-    def csrf(self) -> str:
-        return csrf_token(CONSOLE, self.id)
+#: One signed-in operator's browser, as read for one request (the console's scope of the shared type).
+Session = BrowserSession
 
 
-class SessionStore:
+class SessionStore(BrowserSessions[tuple[float, str, str]]):
     """The console's sessions, in the journal (see the module's rules)."""
 
     def __init__(
@@ -107,44 +89,28 @@ class SessionStore:
         admin_token: Callable[[], str],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.lifetime_s = lifetime_s
+        super().__init__(CONSOLE, store, lifetime_s, clock)
         self._store = store
         #: The gateway's admin token of the moment (read at each request: it is loaded at start).
         self._admin_token = admin_token
-        self._clock = clock
 
     async def create(self) -> Session:
         now = self._clock()
-        session = Session(secrets.token_urlsafe(32), now + self.lifetime_s)
+        session = Session(CONSOLE, secrets.token_urlsafe(32), now + self.lifetime_s)
         tag = token_tag(session.id, self._admin_token())
         await self._store.add_session(session.key, tag, session.expires_at, now, MAX_SESSIONS)
         return session
 
     async def get(self, session_id: str | None) -> Session | None:
-        key = lookup_key(session_id)
-        if session_id is None or key is None:
-            return None
-        found = await self._store.session(key, self._clock())
-        if found is None:
+        found = await self._row(session_id)
+        if session_id is None or found is None:
             return None
         expires_at, sealed, tag = found
         if not hmac.compare_digest(tag, token_tag(session_id, self._admin_token())):
-            await self._store.end_session(key)  # opened with another admin token: gone for good
+            await self.end(session_id)  # opened with another admin token: gone for good
             return None
-        return Session(session_id, expires_at, open_flashes(CONSOLE, session_id, sealed))
-
-    async def end(self, session_id: str | None) -> None:
-        if session_id:
-            await self._store.end_session(session_key(session_id))
+        return Session(CONSOLE, session_id, expires_at, open_flashes(CONSOLE, session_id, sealed))
 
     async def end_all(self) -> int:
         """Sign out everywhere: every session ends, on every worker and node; how many there were."""
         return await self._store.end_all_sessions()
-
-    async def flash(self, session: Session, kind: str, text: str, **extra: Any) -> None:
-        """Keep a message for the session's next page (whichever worker serves it)."""
-        await flash(CONSOLE, self._store, session, kind, text, **extra)
-
-    async def take_flashes(self, session: Session) -> list[dict[str, Any]]:
-        """The messages kept for this page, forgotten as they are shown."""
-        return await take_flashes(self._store, session)

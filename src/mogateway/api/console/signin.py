@@ -8,20 +8,19 @@ from starlette.responses import Response
 from mogateway.api.browser.sessions import (
     CONSOLE,
     safe_next,
-    set_signin_cookie,
+    same_secret,
     signed_in,
     signed_out,
     signin_form_ok,
-    signin_token,
     throttled,
 )
-from mogateway.api.console.render import html
-from mogateway.api.console.sessions import same_secret
-from mogateway.api.console.web import guard, read_form, redirect, session_of, state_of
+from mogateway.api.browser.signin import EXPIRED, client_address, signin_form
+from mogateway.api.console.render import console_pages
+from mogateway.api.console.web import ConsoleRoute, guard, read_form, redirect, session_of, state_of
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 
 @router.get("")
@@ -37,11 +36,7 @@ async def signin_page(request: Request, next: str | None = None) -> Response:
 
 
 def _signin_form(request: Request, next_: str | None, error: str | None, status: int) -> Response:
-    token = signin_token(request, CONSOLE)
-    context = {"next": safe_next(CONSOLE, next_), "signin_csrf": token, "error": error}
-    response = html("login.html", context, status)
-    set_signin_cookie(response, request, CONSOLE, token)
-    return response
+    return signin_form(request, CONSOLE, console_pages, next_, error, status)
 
 
 @router.post("/login")
@@ -50,8 +45,8 @@ async def signin(request: Request) -> Response:
     form = await read_form(request)
     next_ = form.get("next")
     if not signin_form_ok(request, CONSOLE, form):
-        return _signin_form(request, next_, "The sign-in form had expired. Please try again.", 403)
-    address = request.client.host if request.client else "?"
+        return _signin_form(request, next_, EXPIRED, 403)
+    address = client_address(request)
     wait = await state.throttle.wait_s(address)
     if wait > 0:
         return _signin_form(request, next_, throttled(wait), 429)
@@ -64,10 +59,7 @@ async def signin(request: Request) -> Response:
 
 @router.post("/logout")
 async def signout(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    session, _ = guarded
+    session, _ = await guard(request)
     await state_of(request).sessions.end(session.id)
     return signed_out(CONSOLE)
 
@@ -75,8 +67,6 @@ async def signout(request: Request) -> Response:
 @router.post("/logout/everywhere")
 async def signout_everywhere(request: Request) -> Response:
     """Every session ends, this one and every other browser's, on every worker and node."""
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
+    await guard(request)
     await state_of(request).sessions.end_all()
     return signed_out(CONSOLE)

@@ -1,5 +1,7 @@
 """What the console's pages share: its state on the app, sessions from cookies, the POST guard (session,
-CSRF token, origin), redirects and the page context.
+CSRF token, origin), redirects and the page context. The checks it shares with the portal (the POST's
+form, the id's shape, answering a request early) are ``api.browser.routes``'s: a helper that finds a
+request must be answered otherwise (sign-in, refused) raises, and :class:`ConsoleRoute` sends that.
 
 Rules (every page module keeps them by going through these helpers):
 
@@ -21,18 +23,17 @@ Rules (every page module keeps them by going through these helpers):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import quote
 
 from fastapi import Request
-from fastapi.routing import APIRoute
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
-from mogateway.api.browser.sessions import CONSOLE, same_origin
-from mogateway.api.console.render import html
-from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle, same_secret
-from mogateway.core.ids import not_an_id, what_id
+from mogateway.api.browser.routes import Answered, BrowserRoute, posted_form, read_form, redirect, to_signin
+from mogateway.api.browser.sessions import CONSOLE
+from mogateway.api.console.render import console_pages, html
+from mogateway.api.console.sessions import Session, SessionStore, SignInThrottle
+from mogateway.core.ids import what_id
 from mogateway.gateway_view import GatewayView
 from mogateway.service.stats import StatsService
 
@@ -46,15 +47,14 @@ __all__ = [
     "guard",
     "inline",
     "not_found",
-    "path",
     "page_context",
+    "page_session",
+    "path",
     "read_form",
     "redirect",
-    "refused",
     "session_of",
     "split_words",
     "state_of",
-    "to_signin",
 ]
 
 COOKIE = CONSOLE.cookie
@@ -143,36 +143,19 @@ def path(template: str, *ids: str) -> str:
     return template.format(*(quote(value, safe="").replace(".", "%2E") for value in ids))
 
 
-def redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303)
-
-
-def to_signin(request: Request) -> RedirectResponse:
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return redirect("/console/login?" + urlencode({"next": target}))
-
-
-async def read_form(request: Request) -> dict[str, str]:
-    """An urlencoded form (the only kind the console sends); the first value of each field."""
-    body = (await request.body()).decode("utf-8", errors="replace")
-    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
-
-
-def refused(request: Request, reason: str) -> Response:
-    return html("refused.html", {"reason": reason}, status=403)
-
-
-async def guard(request: Request) -> tuple[Session, dict[str, str]] | Response:
-    """The session and form of a state-changing POST, or the response refusing it."""
+async def page_session(request: Request) -> Session:
+    """The session of a page's request; without one the request is answered by sign-in."""
     session = await session_of(request)
     if session is None:
-        return to_signin(request)
-    form = await read_form(request)
-    if not same_origin(request):
-        return refused(request, "The request came from another site.")
-    if not same_secret(form.get("csrf", ""), session.csrf):
-        return refused(request, "The form was missing its security token or it was stale.")
-    return session, form
+        raise Answered(to_signin(request, CONSOLE))
+    return session
+
+
+async def guard(request: Request) -> tuple[Session, dict[str, str]]:
+    """The session and form of a state-changing POST; else the request is answered by sign-in or the
+    refused page."""
+    session = await page_session(request)
+    return session, await posted_form(request, session, console_pages)
 
 
 async def page_context(request: Request, session: Session, page: str, **extra: Any) -> dict[str, Any]:
@@ -200,26 +183,15 @@ async def not_found(request: Request, session: Session, page: str, what: str) ->
 _PAGE_OF_ID = {"client_id": "clients", "message_id": "messages"}
 
 
-class ConsoleRoute(APIRoute):
-    """A console route whose ``*_id`` path parameters are ids (``core.ids``): otherwise sign-in without a
-    session, the not-found page with one, and the handler never runs."""
+class ConsoleRoute(BrowserRoute):
+    """A console route: its ``*_id`` path parameters are ids (``core.ids``), else sign-in without a
+    session and the not-found page with one; a helper's early answer is its response."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def checked(request: Request) -> Response:
-            bad = not_an_id(request.path_params)
-            if bad is None:
-                return await handler(request)
-            session = await session_of(request)
-            if session is None:
-                return to_signin(request)
-            name, value = bad
-            return await not_found(
-                request, session, _PAGE_OF_ID.get(name, "overview"), f"{what_id(name)} {value}"
-            )
-
-        return checked
+    async def bad_id(self, request: Request, name: str, value: str) -> Response:
+        session = await page_session(request)
+        return await not_found(
+            request, session, _PAGE_OF_ID.get(name, "overview"), f"{what_id(name)} {value}"
+        )
 
 
 def split_words(text: str) -> list[str]:

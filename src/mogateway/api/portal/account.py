@@ -45,8 +45,6 @@ def _setup(secret: str, email: str) -> dict[str, object]:
 @router.get("/account")
 async def account_page(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     state = state_of(request)
     left = await state.accounts.store.recovery_codes_left(visit.user.id) if visit.user.totp_on else 0
     ctx = await context(request, visit, "account", setup=None, recovery_left=left)
@@ -55,20 +53,14 @@ async def account_page(request: Request) -> Response:
 
 @router.post("/account/totp/start")
 async def totp_start(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    visit, _ = guarded
+    visit, _ = await guard(request)
     setup = _setup(state_of(request).accounts.new_totp_secret(), visit.user.email)
     return html("account.html", await context(request, visit, "account", setup=setup, recovery_left=0))
 
 
 @router.post("/account/totp")
 async def totp_on(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    visit, form = guarded
+    visit, form = await guard(request)
     state = state_of(request)
     secret = form.get("secret", "")[:64]
     codes = await state.accounts.turn_totp_on(visit.user, secret, form.get("code", ""))
@@ -86,10 +78,7 @@ async def totp_on(request: Request) -> Response:
 
 @router.post("/account/totp/off")
 async def totp_off(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    visit, form = guarded
+    visit, form = await guard(request)
     state = state_of(request)
     if not await state.accounts.second_factor(visit.user, form.get("code", "")):
         ctx = await context(request, visit, "account", setup=None, recovery_left=0)

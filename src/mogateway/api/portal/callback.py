@@ -43,17 +43,12 @@ _SHOWN_BODY = 4000
 @router.get("/callback")
 async def callback_page(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     return html("callback.html", await context(request, visit, "callback", result=None, form={}))
 
 
 @router.post("/callback")
 async def change_callback(request: Request) -> Response:
-    guarded = await guard(request, "change_callback")
-    if isinstance(guarded, Response):
-        return guarded
-    visit, form = guarded
+    visit, form = await guard(request, "change_callback")
     url = form.get("callback_url", "")
     try:
         if not 8 <= len(url.strip()) <= 2048:
@@ -111,10 +106,7 @@ class _KeepsAnswer:
 
 @router.post("/callback/test")
 async def test_endpoint(request: Request) -> Response:
-    guarded = await guard(request, "test_endpoint")
-    if isinstance(guarded, Response):
-        return guarded
-    visit, form = guarded
+    visit, form = await guard(request, "test_endpoint")
     client = visit.scope.record()
     if client is None:
         return redirect("/portal/callback")

@@ -29,17 +29,12 @@ def _overlap_s(form: dict[str, str]) -> float:
 @router.get("/credentials")
 async def credentials_page(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     return html("credentials.html", await context(request, visit, "credentials"))
 
 
 @router.post("/credentials/{what}")
 async def rotate(request: Request, what: str) -> Response:
-    guarded = await guard(request, "rotate_credentials")
-    if isinstance(guarded, Response):
-        return guarded
-    visit, form = guarded
+    visit, form = await guard(request, "rotate_credentials")
     if what not in ("token", "signing-secret"):
         return redirect("/portal/credentials")
     try:

@@ -65,8 +65,6 @@ async def _figures(scope: ClientScope) -> dict[str, Any]:
 @router.get("/")
 async def overview(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     figures = await _figures(visit.scope)
     return html("overview.html", await context(request, visit, "overview", live_s=LIVE_S, **figures))
 
@@ -119,8 +117,6 @@ def _before(value: str) -> tuple[float, str] | None:
 @router.get("/messages")
 async def messages(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     keys = ("msisdn", "shortcode", "state", "channel", "from", "to")
     q = {k: request.query_params.get(k, "")[:100] for k in keys}
     before = _before(request.query_params.get("before", ""))
@@ -173,8 +169,6 @@ async def messages(request: Request) -> Response:
 @router.get("/messages/{message_id}")
 async def message_page(request: Request, message_id: str) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     found = await visit.scope.history(message_id)
     if found is None:
         return await not_found(request, visit, "such message")
@@ -191,8 +185,6 @@ async def media(request: Request, message_id: str) -> Response:
     signed for this client, valid a minute (api.whatsapp_media streams it). The message is found through
     the visit's scope, so another client's message is not found, as one that does not exist."""
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     found = await visit.scope.history(message_id)
     keys = state_of(request).gateway.media_url_keys
     member = None if found is None else found[0].message.whatsapp
@@ -207,7 +199,5 @@ async def media(request: Request, message_id: str) -> Response:
 @router.get("/audit")
 async def audit(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     entries = await visit.scope.audit()
     return html("audit.html", await context(request, visit, "audit", entries=entries))

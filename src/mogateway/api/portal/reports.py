@@ -19,7 +19,8 @@ from datetime import datetime
 from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mogateway.api.console.render import SECURITY_HEADERS
+from mogateway.api.browser.render import SECURITY_HEADERS
+from mogateway.api.browser.routes import Answered
 from mogateway.api.portal.web import PortalRoute, Visit, context, html, page
 from mogateway.core.isotime import iso
 from mogateway.core.ports import MessageRecord
@@ -102,8 +103,6 @@ async def csv_rows(scope: ClientScope, since: float, until: float) -> AsyncItera
 @router.get("/reports")
 async def reports_page(request: Request) -> Response:
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     today = datetime.now().astimezone()
     ctx = await context(
         request, visit, "reports", day=today.strftime("%Y-%m-%d"), month=today.strftime("%Y-%m")
@@ -111,25 +110,21 @@ async def reports_page(request: Request) -> Response:
     return html("reports.html", ctx)
 
 
-async def _period_of(request: Request) -> tuple[Visit, float, float, str] | Response:
+async def _period_of(request: Request) -> tuple[Visit, float, float, str]:
+    """The visit and the period a report asks for; a period that is none is answered by the page."""
     visit = await page(request)
-    if isinstance(visit, Response):
-        return visit
     try:
         since, until, name = period(dict(request.query_params))
     except ValueError as exc:
         ctx = await context(request, visit, "reports", day="", month="")
         ctx["error"] = str(exc)
-        return html("reports.html", ctx, 422)
+        raise Answered(html("reports.html", ctx, 422)) from None
     return visit, since, until, name
 
 
 @router.get("/reports/count")
 async def count(request: Request) -> Response:
-    found = await _period_of(request)
-    if isinstance(found, Response):
-        return found
-    visit, since, until, _ = found
+    visit, since, until, _ = await _period_of(request)
     return JSONResponse(
         {"rows": await visit.scope.count(since, until)}, headers={"cache-control": "no-store"}
     )
@@ -137,10 +132,7 @@ async def count(request: Request) -> Response:
 
 @router.get("/reports/export.csv")
 async def export(request: Request) -> Response:
-    found = await _period_of(request)
-    if isinstance(found, Response):
-        return found
-    visit, since, until, name = found
+    visit, since, until, name = await _period_of(request)
     filename = f"messages-{name}.csv"
     return StreamingResponse(
         csv_rows(visit.scope, since, until),

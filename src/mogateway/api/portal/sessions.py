@@ -26,18 +26,14 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from mogateway.api.browser.sessions import (
     PORTAL,
+    BrowserSession,
+    BrowserSessions,
     SignInThrottle,
-    csrf_token,
-    flash,
-    lookup_key,
     open_flashes,
-    session_key,
-    take_flashes,
 )
 from mogateway.core.portal_accounts import PortalUser, normalize_email
 from mogateway.core.portal_store import PortalStore
@@ -51,66 +47,46 @@ _ACCOUNT = "account:"
 log = logging.getLogger("mogateway.portal")
 
 
-@dataclass(slots=True)
-class PortalSession:
-    """One signed-in person's browser, as read for one request."""
+@dataclass(slots=True, kw_only=True)
+class PortalSession(BrowserSession):
+    """One signed-in person's browser, as read for one request: the shared session, and whose it is."""
 
-    id: str
     user_id: str
     client_id: str
-    expires_at: float
-    flashes: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return session_key(self.id)
-
-    @property
-    def csrf(self) -> str:
-        return csrf_token(PORTAL, self.id)
 
 
-class PortalSessions:
+class PortalSessions(BrowserSessions[tuple[str, str, float, str]]):
     """The portal's sessions, in the journal (module docstring)."""
 
     def __init__(self, store: PortalStore, lifetime_s: float, clock: Callable[[], float] = time.time) -> None:
-        self.lifetime_s = lifetime_s
+        super().__init__(PORTAL, store, lifetime_s, clock)
         self._store = store
-        self._clock = clock
 
     async def create(self, user: PortalUser) -> PortalSession:
         now = self._clock()
-        session = PortalSession(secrets.token_urlsafe(32), user.id, user.client_id, now + self.lifetime_s)
+        session = PortalSession(
+            PORTAL,
+            secrets.token_urlsafe(32),
+            now + self.lifetime_s,
+            user_id=user.id,
+            client_id=user.client_id,
+        )
         await self._store.add_session(
             session.key, user.id, user.client_id, session.expires_at, now, MAX_SESSIONS
         )
         return session
 
     async def get(self, session_id: str | None) -> PortalSession | None:
-        key = lookup_key(session_id)
-        if session_id is None or key is None:
-            return None
-        found = await self._store.session(key, self._clock())
-        if found is None:
+        found = await self._row(session_id)
+        if session_id is None or found is None:
             return None
         user_id, client_id, expires_at, sealed = found
-        return PortalSession(
-            session_id, user_id, client_id, expires_at, open_flashes(PORTAL, session_id, sealed)
-        )
-
-    async def end(self, session_id: str | None) -> None:
-        if session_id:
-            await self._store.end_session(session_key(session_id))
+        flashes = open_flashes(PORTAL, session_id, sealed)
+        return PortalSession(PORTAL, session_id, expires_at, flashes, user_id=user_id, client_id=client_id)
 
     async def end_everywhere(self, user_id: str) -> int:
         """Every session of the person ends, on every worker and node."""
         return await self._store.end_user_sessions(user_id)
-
-    async def flash(self, session: PortalSession, kind: str, text: str, **extra: Any) -> None:
-        await flash(PORTAL, self._store, session, kind, text, **extra)
-
-    async def take_flashes(self, session: PortalSession) -> list[dict[str, Any]]:
-        return await take_flashes(self._store, session)
 
 
 def account_key(email: str) -> str:

@@ -10,20 +10,27 @@ from mogateway.api.browser.sessions import (
     safe_next,
     same_origin,
     set_session_cookie,
-    set_signin_cookie,
     signed_in,
     signed_out,
     signin_form_ok,
-    signin_token,
     throttled,
 )
-from mogateway.api.console.web import read_form
-from mogateway.api.portal.web import guard, html, redirect, state_of, visit_of
+from mogateway.api.browser.signin import EXPIRED, client_address, signin_form
+from mogateway.api.portal.web import (
+    PortalRoute,
+    guard,
+    html,
+    portal_pages,
+    read_form,
+    redirect,
+    state_of,
+    visit_of,
+)
 from mogateway.service.portal_accounts import InviteRefused
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/portal", include_in_schema=False)
+router = APIRouter(prefix="/portal", include_in_schema=False, route_class=PortalRoute)
 
 _WRONG = "Wrong e-mail address, password or code."
 
@@ -41,11 +48,7 @@ async def signin_page(request: Request, next: str | None = None) -> Response:
 
 
 def _form(request: Request, next_: str | None, error: str | None, status: int, email: str = "") -> Response:
-    token = signin_token(request, PORTAL)
-    context = {"next": safe_next(PORTAL, next_), "signin_csrf": token, "error": error, "email": email}
-    response = html("login.html", context, status)
-    set_signin_cookie(response, request, PORTAL, token)
-    return response
+    return signin_form(request, PORTAL, portal_pages, next_, error, status, email=email)
 
 
 @router.post("/login")
@@ -55,8 +58,8 @@ async def signin(request: Request) -> Response:
     next_ = form.get("next")
     email = form.get("email", "")[:320]
     if not signin_form_ok(request, PORTAL, form):
-        return _form(request, next_, "The sign-in form had expired. Please try again.", 403, email)
-    address = request.client.host if request.client else "?"
+        return _form(request, next_, EXPIRED, 403, email)
+    address = client_address(request)
     wait = await state.throttle.wait_s(address, email)
     if wait > 0:
         return _form(request, next_, throttled(wait), 429, email)
@@ -70,10 +73,7 @@ async def signin(request: Request) -> Response:
 
 @router.post("/logout")
 async def signout(request: Request) -> Response:
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    visit, _ = guarded
+    visit, _ = await guard(request)
     await state_of(request).sessions.end(visit.session.id)
     return signed_out(PORTAL)
 
@@ -81,10 +81,7 @@ async def signout(request: Request) -> Response:
 @router.post("/logout/everywhere")
 async def signout_everywhere(request: Request) -> Response:
     """Every session of this person ends: every browser, every worker and node."""
-    guarded = await guard(request)
-    if isinstance(guarded, Response):
-        return guarded
-    visit, _ = guarded
+    visit, _ = await guard(request)
     await state_of(request).sessions.end_everywhere(visit.user.id)
     await visit.scope.note(visit.actor, "signed out everywhere", "")
     return signed_out(PORTAL)

@@ -11,29 +11,35 @@ Rules (every page module keeps them by going through these helpers):
   (:class:`PortalRoute`).
 * Every POST needs the session's CSRF token and, when the browser names its site, this gateway.
 * Pages carry the console's security headers (strict CSP, no framing, no caching).
+
+The checks it shares with the console (the POST's form, the id's shape, answering a request early) are
+``api.browser.routes``'s: :func:`page` and :func:`guard` raise the answer (sign-in, refused), and
+:class:`PortalRoute` sends it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
-import jinja2
 from fastapi import Request
-from fastapi.routing import APIRoute
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, Response
 
-from mogateway.api.browser.sessions import PORTAL, same_origin, same_secret
-from mogateway.api.console.render import SECURITY_HEADERS, ago, ms, num, pct, utc_offset, when
-from mogateway.api.console.web import read_form
+from mogateway.api.browser.render import Pages
+from mogateway.api.browser.routes import (
+    Answered,
+    BrowserRoute,
+    posted_form,
+    read_form,
+    redirect,
+    refused,
+    to_signin,
+)
+from mogateway.api.browser.sessions import PORTAL
 from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
-from mogateway.core.ids import not_an_id
 from mogateway.core.portal_accounts import PortalUser, may
 from mogateway.core.portal_store import PortalStore
-from mogateway.core.timeline import NO_REPLY_STATES, tone
 from mogateway.edges.urlguard import check_callback_url
 from mogateway.gateway_view import GatewayView
 from mogateway.service.client_scope import ClientScope
@@ -48,6 +54,7 @@ __all__ = [
     "html",
     "not_found",
     "page",
+    "read_form",
     "redirect",
     "render",
     "state_of",
@@ -56,23 +63,17 @@ __all__ = [
 
 COOKIE = PORTAL.cookie
 
-environment = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-    autoescape=True,
-    undefined=jinja2.ChainableUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-environment.filters.update(when=when, ago=ago, num=num, pct=pct, ms=ms)
-environment.globals.update(utc_offset=utc_offset, tone=tone, NO_REPLY_STATES=NO_REPLY_STATES)
+portal_pages = Pages(Path(__file__).with_name("templates"))
+environment = portal_pages.environment
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    return environment.get_template(template).render(context)
+    return portal_pages.render(template, context)
 
 
 def html(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    return HTMLResponse(render(template, context), status_code=status, headers=SECURITY_HEADERS)
+    """A portal page (or fragment) with the security headers."""
+    return portal_pages.html(template, context, status)
 
 
 class PortalState:
@@ -117,15 +118,6 @@ class Visit:
         return f"portal:{self.user.email}"
 
 
-def redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303)
-
-
-def to_signin(request: Request) -> RedirectResponse:
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return redirect("/portal/login?" + urlencode({"next": target}))
-
-
 async def visit_of(request: Request) -> Visit | None:
     state = state_of(request)
     session = await state.sessions.get(request.cookies.get(COOKIE))
@@ -137,26 +129,21 @@ async def visit_of(request: Request) -> Visit | None:
     return Visit(session, user, state.scope(session.client_id))
 
 
-async def page(request: Request) -> Visit | Response:
-    """The visit of a GET page, or the redirect to sign-in."""
-    visit = await visit_of(request)
-    return to_signin(request) if visit is None else visit
-
-
-async def guard(request: Request, action: str = "read") -> tuple[Visit, dict[str, str]] | Response:
-    """The visit and form of a state-changing POST, or the response refusing it."""
+async def page(request: Request) -> Visit:
+    """The visit of a page's request; without one the request is answered by sign-in."""
     visit = await visit_of(request)
     if visit is None:
-        return to_signin(request)
-    form = await read_form(request)
-    if not same_origin(request):
-        return html("refused.html", {"reason": "The request came from another site."}, 403)
-    if not same_secret(form.get("csrf", ""), visit.session.csrf):
-        return html(
-            "refused.html", {"reason": "The form was missing its security token or it was stale."}, 403
-        )
+        raise Answered(to_signin(request, PORTAL))
+    return visit
+
+
+async def guard(request: Request, action: str = "read") -> tuple[Visit, dict[str, str]]:
+    """The visit and form of a state-changing POST; else the request is answered by sign-in or the
+    refused page (another site, no CSRF token, a role that may not)."""
+    visit = await page(request)
+    form = await posted_form(request, visit.session, portal_pages)
     if not visit.may(action):
-        return html("refused.html", {"reason": "Your role may not do this: ask an admin of your team."}, 403)
+        raise Answered(refused(portal_pages, "Your role may not do this: ask an admin of your team."))
     return visit, form
 
 
@@ -178,18 +165,9 @@ async def not_found(request: Request, visit: Visit, what: str) -> Response:
     return html("not_found.html", await context(request, visit, "not found", what=what), status=404)
 
 
-class PortalRoute(APIRoute):
-    """A portal route whose ``*_id`` path parameters must be ids (``core.ids``), else not found."""
+class PortalRoute(BrowserRoute):
+    """A portal route: its ``*_id`` path parameters must be ids (``core.ids``), else not found; a
+    helper's early answer is its response."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def checked(request: Request) -> Response:
-            if not_an_id(request.path_params) is None:
-                return await handler(request)
-            visit = await visit_of(request)
-            if visit is None:
-                return to_signin(request)
-            return await not_found(request, visit, "that page")
-
-        return checked
+    async def bad_id(self, request: Request, name: str, value: str) -> Response:
+        return await not_found(request, await page(request), "that page")
