@@ -105,6 +105,9 @@ class PortalUser:
     #: The last TOTP step accepted (a code is never accepted twice).
     totp_step: int = 0
     disabled_at: float = 0.0
+    #: What the person's device cookies are signed over (``api.portal.devices``): one more each time
+    #: they are disabled, sign out everywhere or set a password, which ends every cookie signed before.
+    device_generation: int = 0
 
     def __repr__(self) -> str:
         return f"PortalUser({self.id}, {self.client_id}, {self.email}, {self.role})"

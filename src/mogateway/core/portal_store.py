@@ -46,7 +46,8 @@ class PortalStore(Protocol):
 
     async def accept_invite(self, invite_key: str, now: float, password_hash: str) -> PortalUser | None:
         """Use the invite (once): the person's password becomes ``password_hash``, their TOTP, recovery
-        codes and sessions are forgotten. None when the invite is unknown, used or expired."""
+        codes, sessions and device cookies (a new device generation) are forgotten. None when the invite
+        is unknown, used or expired."""
         ...
 
     async def user(self, user_id: str) -> PortalUser | None: ...
@@ -70,11 +71,13 @@ class PortalStore(Protocol):
     async def recovery_codes_left(self, user_id: str) -> int: ...
 
     async def disable_user(self, client_id: str, user_id: str, now: float) -> bool:
-        """Disable one person of ``client_id`` and end their sessions (False: no such person there)."""
+        """Disable one person of ``client_id`` and end their sessions and device cookies (a new device
+        generation); False: no such person there."""
         ...
 
     async def disable_client(self, client_id: str, now: float) -> int:
-        """Disable every person of ``client_id`` and end their sessions; how many were enabled."""
+        """Disable every person of ``client_id`` and end their sessions and device cookies; how many
+        were enabled."""
         ...
 
     async def add_session(
@@ -89,7 +92,10 @@ class PortalStore(Protocol):
 
     async def end_session(self, key: str) -> None: ...
 
-    async def end_user_sessions(self, user_id: str) -> int: ...
+    async def end_user_sessions(self, user_id: str) -> int:
+        """End every session of the person, and their device cookies (a new device generation); how
+        many sessions there were."""
+        ...
 
     async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]: ...
 

@@ -120,7 +120,8 @@ def lookup_key(session_id: str | None) -> str | None:
 
 
 def derived(scope: SessionScope, session_id: str, purpose: bytes) -> bytes:
-    """A key for ``purpose`` derived from the session id, in the scope's name."""
+    """A key for ``purpose`` derived from the session id (or from another secret: the portal's device
+    cookies derive theirs from the gateway's), in the scope's name."""
     message = b"mogateway " + scope.label + b" " + purpose
     return hmac.new(session_id.encode("utf-8"), message, hashlib.sha256).digest()
 

@@ -14,9 +14,12 @@ people, in tables of their own.
   account, the e-mail address typed (10 per 5 minutes, from any addresses): an attacker who rotates
   addresses against one person is slowed as much as one who does not. An account's failures are
   counted whether or not the address belongs to anyone, so the throttle tells nothing about who has
-  an account; the journal keeps a SHA-256 of the typed address, not the address. The price is that
-  anyone can make one person wait up to 5 minutes, which is why the account's limit is the higher.
-  Each throttle, when it starts refusing, says so in one log line of its own kind.
+  an account; the journal keeps a SHA-256 of the typed address, not the address. So that anyone cannot
+  make one person wait by failing as them, a browser that shows a live device cookie of that very
+  person (``api.portal.devices``: set by an earlier successful sign-in) is not refused by the account's
+  throttle: its own failures count against that cookie instead (5 per 5 minutes, then it is refused as
+  any other browser), and against its address as always. Each throttle, when it starts refusing, says
+  so in one log line of its own kind (never with a cookie).
 """
 
 from __future__ import annotations
@@ -100,7 +103,9 @@ def account_key(email: str) -> str:
 
 class PortalThrottle:
     """At most ``per_address`` failed portal sign-ins per address, and ``per_account`` per account (the
-    e-mail address typed), per ``window_s``, over every worker (module docstring)."""
+    e-mail address typed) unless the browser shows a device cookie of that account, then ``per_device``
+    for that cookie, per ``window_s``, over every worker (module docstring). ``device`` is a recognised
+    device cookie's throttle key (``api.portal.devices.DeviceCookies.recognised``), or None."""
 
     def __init__(
         self,
@@ -109,20 +114,26 @@ class PortalThrottle:
         window_s: float = 300.0,
         clock: Callable[[], float] = time.time,
         per_account: int = 10,
+        per_device: int = 5,
     ) -> None:
         self.per_address = per_address
         self.per_account = per_account
+        self.per_device = per_device
         self.window_s = window_s
         self._by_address = SignInThrottle(store, per_address, window_s, clock)
         self._by_account = SignInThrottle(store, per_account, window_s, clock)
+        self._by_device = SignInThrottle(store, per_device, window_s, clock)
 
-    async def wait_s(self, address: str, email: str) -> float:
-        """How long a sign-in from ``address`` as ``email`` must wait (0: it may try now)."""
+    async def wait_s(self, address: str, email: str, device: str | None = None) -> float:
+        """How long a sign-in from ``address`` as ``email`` (with ``device``) must wait (0: now)."""
         by_address = await self._by_address.wait_s(address)
-        return max(by_address, await self._by_account.wait_s(account_key(email)))
+        by_account = await self._by_account.wait_s(account_key(email))
+        if by_account > 0 and device is not None and await self._by_device.wait_s(device) == 0:
+            by_account = 0.0  # the person's own browser: its cookie's limit, not the account's
+        return max(by_address, by_account)
 
-    async def failed(self, address: str, email: str) -> None:
-        """Count a failed sign-in against both; log when one of them starts refusing."""
+    async def failed(self, address: str, email: str, device: str | None = None) -> None:
+        """Count a failed sign-in against each that applies; log when one of them starts refusing."""
         if await self._by_address.failed(address):
             log.warning(
                 "portal sign-in throttled by address: %d failed sign-ins from %r within %d s; "
@@ -136,6 +147,14 @@ class PortalThrottle:
                 "portal sign-in throttled by account: %d failed sign-ins as %r within %d s, from any "
                 "address; its sign-ins wait",
                 self.per_account,
+                email.strip()[:100],
+                self.window_s,
+            )
+        if device is not None and await self._by_device.failed(device):
+            log.warning(
+                "portal sign-in throttled by device cookie: %d failed sign-ins as %r with one device "
+                "cookie within %d s; it no longer passes the account's throttle",
+                self.per_device,
                 email.strip()[:100],
                 self.window_s,
             )

@@ -16,6 +16,7 @@ from mogateway.api.browser.sessions import (
     throttled,
 )
 from mogateway.api.browser.signin import EXPIRED, client_address, signin_form
+from mogateway.api.portal import devices
 from mogateway.api.portal.web import (
     PortalRoute,
     guard,
@@ -60,15 +61,18 @@ async def signin(request: Request) -> Response:
     if not signin_form_ok(request, PORTAL, form):
         return _form(request, next_, EXPIRED, 403, email)
     address = client_address(request)
-    wait = await state.throttle.wait_s(address, email)
+    device = await state.devices.recognised(request.cookies.get(devices.COOKIE), email)
+    wait = await state.throttle.wait_s(address, email, device)
     if wait > 0:
         return _form(request, next_, throttled(wait), 429, email)
     user = await state.accounts.check_password(email, form.get("password", ""))
     if user is None or not await state.accounts.second_factor(user, form.get("code", "")):
-        await state.throttle.failed(address, email)
+        await state.throttle.failed(address, email, device)
         return _form(request, next_, _WRONG, 401, email)
     session = await state.sessions.create(user)
-    return signed_in(request, PORTAL, session.id, state.sessions.lifetime_s, next_)
+    response = signed_in(request, PORTAL, session.id, state.sessions.lifetime_s, next_)
+    state.devices.set_cookie(response, request, user)
+    return response
 
 
 @router.post("/logout")

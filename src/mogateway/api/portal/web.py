@@ -37,6 +37,7 @@ from mogateway.api.browser.routes import (
     to_signin,
 )
 from mogateway.api.browser.sessions import PORTAL
+from mogateway.api.portal.devices import DeviceCookies
 from mogateway.api.portal.sessions import PortalSession, PortalSessions, PortalThrottle
 from mogateway.core.portal_accounts import PortalUser, may
 from mogateway.core.portal_store import PortalStore
@@ -77,8 +78,8 @@ def html(template: str, context: dict[str, Any], status: int = 200) -> HTMLRespo
 
 
 class PortalState:
-    """What the portal keeps on ``app.state.portal``: accounts, sessions and the throttle (all in the
-    journal) and the gateway, from which a visit's scope is made."""
+    """What the portal keeps on ``app.state.portal``: accounts, sessions, the throttle (all in the
+    journal), device cookies and the gateway, from which a visit's scope is made."""
 
     def __init__(self, gateway: GatewayView) -> None:
         self.gateway = gateway
@@ -86,7 +87,14 @@ class PortalState:
         self.accounts = PortalAccounts(store)
         self.sessions = PortalSessions(store, gateway.settings.portal_session_minutes * 60)
         self.throttle = PortalThrottle(store)
+        self.devices = DeviceCookies(store, self._device_secret)
         self._store = store
+
+    def _device_secret(self) -> str:
+        """What device cookies are signed under: ``secret_key``, else the admin token (read at each
+        request: it is loaded at start); both are every node's."""
+        key = self.gateway.settings.secret_key
+        return key.get_secret_value() if key is not None else self.gateway.admin_token
 
     def scope(self, client_id: str) -> ClientScope:
         allow_private = self.gateway.settings.allow_private_callbacks

@@ -35,7 +35,8 @@ T = TypeVar("T")
 Run = Callable[..., Coroutine[Any, Any, Any]]
 
 _USER_COLUMNS: Final = (
-    "id, client_id, email, role, password_hash, totp_secret, totp_step, created_at, disabled_at"
+    "id, client_id, email, role, password_hash, totp_secret, totp_step, created_at, disabled_at, "
+    "device_generation"
 )
 _SELECT_MESSAGES: Final = f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_FROM}"
 _WHATSAPP: Final = "substr(m.origin, 1, 9) = 'whatsapp:'"
@@ -52,7 +53,7 @@ class SqlPortalStore:
     # ------------------------------------------------------------------ people
 
     def _user(self, row: Any) -> PortalUser:
-        uid, client_id, email, role, password_hash, totp, step, created, disabled = row
+        uid, client_id, email, role, password_hash, totp, step, created, disabled, generation = row
         return PortalUser(
             str(uid),
             str(client_id),
@@ -63,6 +64,7 @@ class SqlPortalStore:
             self._open_totp(str(uid), str(totp)),
             int(step),
             float(disabled),
+            int(generation),
         )
 
     def _seal_totp(self, user_id: str, secret: str) -> str:
@@ -150,7 +152,8 @@ class SqlPortalStore:
         await self._writing(_end_sessions, "id_hash", key)
 
     async def end_user_sessions(self, user_id: str) -> int:
-        return int(await self._writing(_end_sessions, "user_id", user_id))
+        """End every session of the person, and their device cookies (a new device generation)."""
+        return int(await self._writing(_end_user_sessions, user_id))
 
     async def signin_failures(self, address: str, since: float) -> tuple[int, float | None]:
         found: tuple[int, float | None] = await self._reading(_failures, address, since)
@@ -277,8 +280,8 @@ def _accept_invite(d: Dialect, key: str, now: float, password_hash: str) -> Prog
     yield [
         (
             d.sql(
-                "UPDATE portal_users SET password_hash = ?, totp_secret = '', totp_step = 0 "
-                "WHERE id = ? AND disabled_at = 0"
+                "UPDATE portal_users SET password_hash = ?, totp_secret = '', totp_step = 0, "
+                "device_generation = device_generation + 1 WHERE id = ? AND disabled_at = 0"
             ),
             [password_hash, user_id],
         ),
@@ -349,8 +352,8 @@ def _disable(d: Dialect, client_id: str, user_id: str | None, now: float) -> Pro
         gone = yield [
             (
                 d.sql(
-                    "UPDATE portal_users SET disabled_at = ? WHERE client_id = ? AND disabled_at = 0 "
-                    "RETURNING id"
+                    "UPDATE portal_users SET disabled_at = ?, device_generation = device_generation + 1 "
+                    "WHERE client_id = ? AND disabled_at = 0 RETURNING id"
                 ),
                 [now, client_id],
             ),
@@ -359,7 +362,10 @@ def _disable(d: Dialect, client_id: str, user_id: str | None, now: float) -> Pro
         return len(gone)
     found = yield [
         (
-            d.sql("UPDATE portal_users SET disabled_at = ? WHERE id = ? AND client_id = ? RETURNING id"),
+            d.sql(
+                "UPDATE portal_users SET disabled_at = ?, device_generation = device_generation + 1 "
+                "WHERE id = ? AND client_id = ? RETURNING id"
+            ),
             [now, user_id, client_id],
         )
     ]
@@ -417,8 +423,19 @@ def _set_flashes(d: Dialect, key: str, flashes: str) -> Program[None]:
 
 
 def _end_sessions(d: Dialect, column: str, value: str) -> Program[int]:
-    assert column in ("id_hash", "user_id")
+    assert column == "id_hash"
     gone = yield [(d.sql(f"DELETE FROM portal_sessions WHERE {column} = ? RETURNING id_hash"), [value])]
+    return len(gone)
+
+
+def _end_user_sessions(d: Dialect, user_id: str) -> Program[int]:
+    gone = yield [
+        (
+            d.sql("UPDATE portal_users SET device_generation = device_generation + 1 WHERE id = ?"),
+            [user_id],
+        ),
+        (d.sql("DELETE FROM portal_sessions WHERE user_id = ? RETURNING id_hash"), [user_id]),
+    ]
     return len(gone)
 
 

@@ -158,6 +158,9 @@ TABLES: Final[dict[str, tuple[Column, ...]]] = {
         _c("totp_step", "INTEGER NOT NULL DEFAULT 0", "bigint NOT NULL DEFAULT 0"),
         _c("created_at", "REAL NOT NULL", "double precision NOT NULL"),
         _c("disabled_at", "REAL NOT NULL DEFAULT 0", "double precision NOT NULL DEFAULT 0"),
+        # What the person's device cookies are signed over; disabling, signing out everywhere and
+        # setting a password add one (migration 0016).
+        _c("device_generation", "INTEGER NOT NULL DEFAULT 0", "bigint NOT NULL DEFAULT 0"),
     ),
     "portal_recovery_codes": (
         _c("user_id", "TEXT NOT NULL", "text NOT NULL"),
