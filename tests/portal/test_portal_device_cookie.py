@@ -189,8 +189,8 @@ def test_disabling_a_person_or_signing_out_everywhere_ends_their_cookies(
     lock_out(gw, f.admin_email, "203.0.117")
     assert attempt(gw, viewer_email, PASSWORD, "198.51.100.72", viewers).status_code == 303
     assert attempt(gw, f.admin_email, PASSWORD, "198.51.100.73", admins).status_code == 303
-    # the operator disables the viewer, then invites them again: they may sign in with their password
-    # (once the account's throttle lets them), but the cookie from before is worth nothing
+    # the operator disables the viewer, then invites them again: the cookie from before is worth nothing
+    # (and their old password too, until they accept: test_a_person_disabled_and_invited_again_...)
     viewer_id = user_id_of(gw, f, viewer_email)
     disabled = gw.admin("POST", f"/v1/clients/{f.client['id']}/portal/users/{viewer_id}/disable")
     assert disabled.json() == {"disabled": 1}
@@ -202,6 +202,30 @@ def test_disabling_a_person_or_signing_out_everywhere_ends_their_cookies(
     assert f.admin.post("/portal/logout/everywhere", data={"csrf": csrf}).status_code == 303
     refused = attempt(gw, f.admin_email, PASSWORD, "198.51.100.75", admins)
     assert refused.status_code == 429 and THROTTLED in refused.text
+
+
+def test_a_person_disabled_and_invited_again_signs_in_only_with_the_new_invites_password(
+    gw: ServedGateway, app: CallbackRecorder
+) -> None:
+    """Invited again after being disabled, a person is enabled at once, but the password they had (it may
+    be why they were disabled) signs in no more: only the one they set by accepting the new invite."""
+    h = tenant(gw, app.url, "Hotel", "56708", mos=0)
+    email = "viewer@hotel.example"
+    accept(gw.url, invite(gw, h.client["id"], email, "viewer"))
+    assert attempt(gw, email, PASSWORD, "198.51.100.80").status_code == 303
+    viewer_id = user_id_of(gw, h, email)
+    assert (
+        gw.admin("POST", f"/v1/clients/{h.client['id']}/portal/users/{viewer_id}/disable").status_code == 200
+    )
+    assert attempt(gw, email, PASSWORD, "198.51.100.81").status_code == 401
+    path = invite(gw, h.client["id"], email, "viewer")
+    users = gw.admin("GET", f"/v1/clients/{h.client['id']}/portal/users").json()["users"]
+    assert next(u for u in users if u["email"] == email)["disabled_at"] in (0, None)  # enabled again
+    assert attempt(gw, email, PASSWORD, "198.51.100.82").status_code == 401  # the old password
+    new_password = "a new one " * 2
+    accept(gw.url, path, new_password)
+    assert attempt(gw, email, PASSWORD, "198.51.100.83").status_code == 401
+    assert attempt(gw, email, new_password, "198.51.100.84").status_code == 303
 
 
 def test_with_a_secret_key_the_cookies_are_signed_under_it(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ class SqlPortalStore:
         self, user: PortalUser, invite_key: str, expires_at: float
     ) -> tuple[PortalUser | None, str]:
         """Invite ``user`` (a person new to the portal, or one of the same client again: their role is
-        updated and they are enabled); (the user as kept, "") or (None, why not)."""
+        updated and they are enabled; one who was disabled has no password until they accept the new
+        invite); (the user as kept, "") or (None, why not)."""
         found = await self._writing(_invite, user, invite_key, expires_at)
         if isinstance(found, str):
             return None, found
@@ -218,9 +219,14 @@ def _invite(d: Dialect, user: PortalUser, key: str, expires_at: float) -> Progra
         if str(rows[0][1]) != user.client_id:
             return f"{user.email} is a portal user of another client already"
         user_id = str(rows[0][0])
+        # A person disabled and invited again signs in only once they accept the new invite: their old
+        # password (maybe why they were disabled) is forgotten, and an unset one matches nothing.
         yield [
             (
-                d.sql("UPDATE portal_users SET role = ?, disabled_at = 0 WHERE id = ?"),
+                d.sql(
+                    "UPDATE portal_users SET role = ?, password_hash = CASE WHEN disabled_at > 0 THEN '' "
+                    "ELSE password_hash END, disabled_at = 0 WHERE id = ?"
+                ),
                 [user.role, user_id],
             )
         ]
