@@ -4,10 +4,8 @@ Two kinds of query live here, kept apart:
 
 * the portal's own rows (``portal_*`` tables, migration 0015): people, invites, sessions, failed
   sign-ins, recovery codes, the audit;
-* a client's traffic, read for the portal: every one of these takes the client's id as its first
-  argument and puts ``client_id = ?`` (or ``client = ?``) in its SQL. There is no portal read of
-  messages or figures without it. ``service.client_scope.ClientScope`` is the only caller, and it
-  passes its one client's id every time.
+* a client's traffic, read for the portal: the programs are ``storage.client_traffic``'s (each takes
+  the client's id first and filters by it); the methods here only run them.
 
 What the rows mean is ``core.portal_accounts``'s and ``api.portal``'s to say; here is only their SQL.
 """
@@ -15,7 +13,6 @@ What the rows mean is ``core.portal_accounts``'s and ``api.portal``'s to say; he
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 import orjson
@@ -23,9 +20,9 @@ import orjson
 from mogateway.core.portal_accounts import AuditEntry, PortalUser
 from mogateway.core.portal_store import ClientTraffic
 from mogateway.core.ports import MessageFilter, MessageRecord
-from mogateway.core.timeline import Event, EventKind
+from mogateway.core.timeline import Event
+from mogateway.edges.storage import client_traffic as one_client
 from mogateway.edges.storage.dialect import Dialect, Program
-from mogateway.edges.storage.schema import MESSAGE_COLUMNS, MESSAGES_FROM, first_event, record_from_row
 from mogateway.edges.storage.sealing import Sealer
 
 __all__ = ["SqlPortalStore"]
@@ -38,8 +35,6 @@ _USER_COLUMNS: Final = (
     "id, client_id, email, role, password_hash, totp_secret, totp_step, created_at, disabled_at, "
     "device_generation"
 )
-_SELECT_MESSAGES: Final = f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_FROM}"
-_WHATSAPP: Final = "substr(m.origin, 1, 9) = 'whatsapp:'"
 
 
 class SqlPortalStore:
@@ -176,7 +171,7 @@ class SqlPortalStore:
 
     async def client_find(self, client_id: str, where: MessageFilter) -> list[MessageRecord]:
         """Messages of ``client_id`` only, newest first (``where.client_id`` is replaced by it)."""
-        found: list[MessageRecord] = await self._reading(_client_find, client_id, where)
+        found: list[MessageRecord] = await self._reading(one_client.client_find, client_id, where)
         return found
 
     async def client_history(
@@ -184,7 +179,7 @@ class SqlPortalStore:
     ) -> tuple[MessageRecord, list[Event]] | None:
         """A message and its timeline, only when it was routed to ``client_id``."""
         found: tuple[MessageRecord, list[Event]] | None = await self._reading(
-            _client_history, client_id, message_id, snapshot=True
+            one_client.client_history, client_id, message_id, snapshot=True
         )
         return found
 
@@ -194,7 +189,7 @@ class SqlPortalStore:
         """``client_id``'s messages and per-minute figures in [since, until) and in [recent_since,
         until), both counted from one snapshot of the journal (``core.portal_store.ClientTraffic``)."""
         found: ClientTraffic = await self._reading(
-            _client_traffic, client_id, since, max(since, recent_since), until, snapshot=True
+            one_client.client_traffic, client_id, since, max(since, recent_since), until, snapshot=True
         )
         return found
 
@@ -203,11 +198,13 @@ class SqlPortalStore:
     ) -> list[MessageRecord]:
         """One page of ``client_id``'s messages received in [since, until), oldest first, after
         ``after`` (received_at, id): what an export reads, a page at a time."""
-        found: list[MessageRecord] = await self._reading(_client_page, client_id, since, until, after, limit)
+        found: list[MessageRecord] = await self._reading(
+            one_client.client_page, client_id, since, until, after, limit
+        )
         return found
 
     async def client_count(self, client_id: str, since: float, until: float) -> int:
-        return int(await self._reading(_client_count, client_id, since, until))
+        return int(await self._reading(one_client.client_count, client_id, since, until))
 
 
 # ------------------------------------------------------------------------------------------ people
@@ -506,105 +503,3 @@ def _audit(d: Dialect, client_id: str, limit: int) -> Program[list[Any]]:
         )
     ]
     return list(rows)
-
-
-# ------------------------------------------------------------------------------------------ one client
-
-
-def _client_find(d: Dialect, client_id: str, where: MessageFilter) -> Program[list[MessageRecord]]:
-    where = replace(where, client_id=client_id)
-    clauses = ["s.client_id = ?"]
-    params: list[Any] = [client_id]
-    for sql, value in (
-        ("m.shortcode = ?", where.shortcode),
-        ("m.msisdn = ?", where.msisdn),
-        ("s.state = ?", where.state.value if where.state else None),
-        ("m.received_at >= ?", where.since),
-        ("m.received_at < ?", where.until),
-    ):
-        if value is not None:
-            clauses.append(sql)
-            params.append(value)
-    if where.channel is not None:
-        clauses.append(_WHATSAPP if where.channel == "whatsapp" else f"NOT {_WHATSAPP}")
-    if where.before is not None:
-        # Spelled so that the index range ends at the cursor (a row value does not narrow it on
-        # SQLite): a page deep in the past costs what the first one does.
-        clauses.append("m.received_at <= ? AND (m.received_at < ? OR m.id < ?)")
-        params += [where.before[0], *where.before]
-    sql = f"{_SELECT_MESSAGES} WHERE {' AND '.join(clauses)} ORDER BY m.received_at DESC, m.id DESC LIMIT ?"
-    rows = yield [(d.sql(sql), [*params, where.limit])]
-    return [record_from_row(row) for row in rows]
-
-
-def _client_history(
-    d: Dialect, client_id: str, message_id: str
-) -> Program[tuple[MessageRecord, list[Event]] | None]:
-    rows = yield [(d.sql(f"{_SELECT_MESSAGES} WHERE m.id = ? AND s.client_id = ?"), [message_id, client_id])]
-    if not rows:
-        return None
-    record = record_from_row(rows[0])
-    found = yield [
-        (d.sql("SELECT kind, at, data FROM events WHERE message_id = ? ORDER BY seq"), [message_id])
-    ]
-    events = [Event(EventKind(kind), at, orjson.loads(data)) for kind, at, data in found]
-    return record, [first_event(record), *events]
-
-
-def _client_traffic(
-    d: Dialect, client_id: str, since: float, recent_since: float, until: float
-) -> Program[ClientTraffic]:
-    # Each window is counted in the same statement, and both statements run in one snapshot (the
-    # caller's ``snapshot=True``): a message or a figure written meanwhile is in both windows or in
-    # neither, so the recent window never counts more than the whole one.
-    rows = yield [
-        (
-            d.sql(
-                f"SELECT m.shortcode, CASE WHEN {_WHATSAPP} THEN 'whatsapp' ELSE 'sms' END, "
-                "s.state, count(*), sum(CASE WHEN m.received_at >= ? THEN 1 ELSE 0 END) "
-                f"FROM {MESSAGES_FROM} WHERE s.client_id = ? AND m.received_at >= ? AND m.received_at < ? "
-                "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
-            ),
-            [recent_since, client_id, since, until],
-        )
-    ]
-    states = [(str(sc), str(ch), str(state), int(n), int(recent)) for sc, ch, state, n, recent in rows]
-    # The per-minute figures: a minute counts in a window when it begins in it.
-    rows = yield [
-        (
-            d.sql(
-                "SELECT kind, sum(count), sum(CASE WHEN at >= ? THEN count ELSE 0 END) FROM stats "
-                "WHERE span = 60 AND client = ? AND at >= ? AND at < ? GROUP BY kind"
-            ),
-            [int(recent_since // 60 * 60), client_id, int(since // 60 * 60), int(until)],
-        )
-    ]
-    figures = {str(kind): (int(n), int(recent)) for kind, n, recent in rows}
-    return ClientTraffic(states, figures)
-
-
-def _client_page(
-    d: Dialect, client_id: str, since: float, until: float, after: tuple[float, str] | None, limit: int
-) -> Program[list[MessageRecord]]:
-    # The index range starts at the cursor (a row value would not narrow it on SQLite: every page would
-    # scan from ``since`` again), so each page costs the same however far the export has come.
-    sql = f"{_SELECT_MESSAGES} WHERE s.client_id = ? AND m.received_at >= ? AND m.received_at < ?"
-    params: list[Any] = [client_id, since if after is None else max(since, after[0]), until]
-    if after is not None:
-        sql += " AND (m.received_at > ? OR m.id > ?)"
-        params += after
-    rows = yield [(d.sql(sql + " ORDER BY m.received_at, m.id LIMIT ?"), [*params, limit])]
-    return [record_from_row(row) for row in rows]
-
-
-def _client_count(d: Dialect, client_id: str, since: float, until: float) -> Program[int]:
-    rows = yield [
-        (
-            d.sql(
-                f"SELECT count(*) FROM {MESSAGES_FROM} "
-                "WHERE s.client_id = ? AND m.received_at >= ? AND m.received_at < ?"
-            ),
-            [client_id, since, until],
-        )
-    ]
-    return int(rows[0][0])
