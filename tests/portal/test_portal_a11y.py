@@ -61,6 +61,10 @@ def test_every_portal_page_is_labelled_ordered_readable_and_fits(
     check("/portal/callback (test result)", "Callback")
     page.goto(gw.url + "/portal/account")
     page.get_by_role("button", name="Turn on two-factor sign-in").click()
+    # The heading reads "Account" before and after: wait for the setup page itself, styles loaded (a
+    # width measured while its stylesheet loads is the unwrapped otpauth:// link's, 610 px in one run).
+    page.get_by_label("Code from the app").wait_for()
+    page.wait_for_load_state("load")
     check("/portal/account (two-factor setup)", "Account")
     page.goto(gw.url + "/portal/login")  # signed in: to the overview; signed out below
     page.get_by_role("button", name="Sign out", exact=True).click()

@@ -51,7 +51,11 @@ def start_whatsapp_serve(
     workdir: Path, config: str, *, log_name: str = "serve", args: Sequence[str] = (), **env: str
 ) -> ServeProcess:
     """``mogateway serve`` in ``workdir`` with ``config`` as its mogateway.toml and the environment of
-    ``serve_env`` (plus ``env``); ``args`` are more options of ``serve`` (``--workers 1``)."""
+    ``serve_env`` (plus ``env``); ``args`` are more options of ``serve`` (``--workers 1``).
+
+    Retention is off unless ``env`` sets it: the fixtures pin Meta's timestamps of 2025-11-27, older than
+    any retention, so a sweep (one every five minutes) would delete a message a test has yet to read."""
+    env = {"MOGATEWAY_MESSAGE_RETENTION_DAYS": "0", **env}
     path = workdir / "mogateway.toml"
     path.write_text(config)
     return start_serve(
