@@ -100,6 +100,26 @@ def test_the_persons_own_browser_signs_in_while_an_attacker_keeps_the_account_th
     assert own not in log and PASSWORD not in log
 
 
+def test_the_browser_that_accepted_the_invite_is_the_persons_own(
+    gw: ServedGateway, app: CallbackRecorder
+) -> None:
+    """Accepting an invite signs in: that browser gets a device cookie as a sign-in's would, so a person
+    locked out by someone else's failures before ever signing in again still gets in from it."""
+    i = tenant(gw, app.url, "India", "56709", mos=0)
+    email = "viewer@india.example"
+    path = invite(gw, i.client["id"], email, "viewer")
+    with httpx.Client(base_url=gw.url, timeout=20, headers={"x-forwarded-for": "198.51.100.90"}) as browser:
+        assert browser.get(path).status_code == 200
+        done = browser.post(path, data={"password": PASSWORD, "again": PASSWORD})
+        assert done.status_code == 303 and done.headers["location"] == "/portal/account"
+        header = device_set_by(done)
+        assert "HttpOnly" in header and "SameSite=strict" in header and f"Max-Age={LIFETIME_S}" in header
+        own = header.split("=", 1)[1].split(";")[0]
+    lock_out(gw, email, "203.0.115")
+    assert attempt(gw, email, PASSWORD, "203.0.115.100").status_code == 429
+    assert attempt(gw, email, PASSWORD, "198.51.100.91", own).status_code == 303
+
+
 def test_a_tampered_expired_foreign_or_other_accounts_cookie_is_no_cookie(
     gw: ServedGateway, app: CallbackRecorder
 ) -> None:

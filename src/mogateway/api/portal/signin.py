@@ -126,4 +126,5 @@ async def accept_invite(request: Request, token: str) -> Response:
     )
     response = redirect("/portal/account")
     set_session_cookie(response, request, PORTAL, session.id, state.sessions.lifetime_s)
+    state.devices.set_cookie(response, request, user)  # this browser set the password: the person's own
     return response
