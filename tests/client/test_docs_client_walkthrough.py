@@ -168,6 +168,7 @@ def echo_app(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         yield tmp_path, url
 
 
+@pytest.mark.slow  # it starts processes
 def test_simulate_answers_as_section_3_shows(echo_app: tuple[Path, str]) -> None:
     workdir, url = echo_app
     shown = [s for block in blocks("3. ", "text") for s in sessions(block)]
@@ -182,6 +183,7 @@ def test_simulate_answers_as_section_3_shows(echo_app: tuple[Path, str]) -> None
         assert without_timings(actual) == without_timings(output), (command, actual)
 
 
+@pytest.mark.slow  # it starts processes
 def test_section_3_runs_under_uvicorn_factory_too(tmp_path: Path) -> None:
     # "any ASGI server runs it (`uvicorn --factory echo_app:create_app`)", with two tokens for rotation.
     write_echo_app(tmp_path)
@@ -195,6 +197,7 @@ def test_section_3_runs_under_uvicorn_factory_too(tmp_path: Path) -> None:
             assert (answer.status_code, answer.text) == (200, "You said: HI")
 
 
+@pytest.mark.slow  # it starts processes
 def test_section_4_tests_pass_and_the_ci_check_fails_on_a_broken_app(echo_app: tuple[Path, str]) -> None:
     workdir, url = echo_app
     (tests,) = blocks("4. ", "python")
@@ -241,6 +244,7 @@ def served(tmp_path: Path) -> Iterator[ServeProcess]:
         serve.stop()
 
 
+@pytest.mark.slow  # it starts processes
 def test_section_5_registers_and_an_mo_is_answered(served: ServeProcess, tmp_path: Path) -> None:
     (register,) = blocks("5. ", "sh")
     register = register.strip()
@@ -475,6 +479,7 @@ def test_testing_helpers_are_as_documented() -> None:
     assert message.channel == "whatsapp" and message.whatsapp is not None and message.whatsapp.media
 
 
+@pytest.mark.slow  # it starts processes
 def test_simulate_synopsis_options_exist_and_whatsapp_examples_run(echo_app: tuple[Path, str]) -> None:
     workdir, url = echo_app
     reference = section("`mogateway simulate`")
@@ -512,3 +517,29 @@ def test_simulate_synopsis_options_exist_and_whatsapp_examples_run(echo_app: tup
             # A location or a document arrives with its text in the member: the echo still answers.
             assert ran.returncode == 0 and "reply (status 200)" in ran.stdout, (line, ran.stdout, ran.stderr)
             assert "whatsapp member: {" in ran.stdout, ran.stdout
+
+
+def test_install_extras_examples_and_links_are_there() -> None:
+    from importlib.metadata import metadata, requires
+
+    # Section 1: the plain install brings FastAPI and uvicorn; "mogateway[flask]" is an extra.
+    (install,) = blocks("1. ", "sh")
+    extras = set(re.findall(r'"mogateway\[(\w+)\]"', install))
+    assert extras == {"flask"} and extras <= set(metadata("mogateway").get_all("Provides-Extra") or [])
+    base = {
+        re.split(r"[\[<>=; ]", r, maxsplit=1)[0].lower()
+        for r in requires("mogateway") or []
+        if "extra" not in r
+    }
+    assert {"fastapi", "uvicorn"} <= base, base
+    # "The three examples read MOGATEWAY_SIGNING_SECRET themselves", and every relative link resolves.
+    text = DOC.read_text()
+    links = set(re.findall(r"\]\((\.\./[^)#]+|[\w./-]+\.md)(?:#[^)]*)?\)", text))
+    assert {
+        "../examples/echo_app.py",
+        "../examples/fastapi_bot/bot.py",
+        "../examples/flask_app/tracker.py",
+    } <= links
+    assert [link for link in links if not (DOC.parent / link).exists()] == []
+    for example in ("echo_app.py", "fastapi_bot/bot.py", "flask_app/tracker.py"):
+        assert "MOGATEWAY_SIGNING_SECRET" in (ROOT / "examples" / example).read_text(), example
