@@ -42,6 +42,11 @@ def no_reply() -> CallbackResponse:
     return CallbackResponse(200, b"", {"content-type": PLAIN_TEXT})
 
 
+#: RFC 9110's names where Python's ``HTTPStatus`` phrases differ before 3.13 ("Unprocessable Entity"),
+#: so an application answers the same problem document on every Python it runs on.
+RFC9110_TITLES = {413: "Content Too Large", 422: "Unprocessable Content"}
+
+
 def problem(
     status: int,
     detail: str,
@@ -49,10 +54,10 @@ def problem(
     headers: dict[str, str] | None = None,
     **extensions: str,
 ) -> CallbackResponse:
-    """A problem document for ``status`` (title is the status phrase, ``type`` is about:blank)."""
+    """A problem document for ``status`` (title is RFC 9110's status phrase, ``type`` is about:blank)."""
     document: dict[str, object] = {
         "type": "about:blank",
-        "title": HTTPStatus(status).phrase,
+        "title": RFC9110_TITLES.get(status) or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
         **extensions,
