@@ -261,7 +261,9 @@ def test_the_rehearsal_runs_as_written_and_the_number_ends_connected(rehearsal: 
         assert fact in said, said
     with rehearsal.terminal() as term:
         term.expect("Request the migration")
-        term.expect("into WABA 102290129340398 now?")
+        term.expect(
+            "into WABA 102290129340398 now? [y/N]"
+        )  # the choices are shown (rich took them for markup)
         term.type("y\n")
         finish(term, rehearsal)
     assert_migrated(rehearsal)

@@ -94,7 +94,7 @@ class RichUI:
 
     def confirm(self, question: str) -> bool:
         """Yes/no question."""
-        answer = self.out.input(f"  {self.clean(question)} [y/N] ").strip().lower()
+        answer = self.out.input(f"  {self.clean(question)} \\[y/N] ").strip().lower()
         return answer in ("y", "yes")
 
     def ask(self, prompt: str) -> str:
