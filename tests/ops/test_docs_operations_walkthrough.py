@@ -500,3 +500,54 @@ def test_install_backup_restore_upgrade_and_doctor_as_written(machine: Machine) 
     # with the MO acknowledged after the backup (in its -wal when the gateway was stopped).
     with contextlib.closing(sqlite3.connect(replaced)) as kept_aside:
         assert kept_aside.execute("SELECT 1 FROM messages WHERE id = ?", (after_backup,)).fetchall()
+
+
+def test_doctor_points_to_sections_the_doc_has(machine: Machine, tmp_path: Path) -> None:
+    """A gateway that is not ready (its one SMPP bind's host refuses TCP, so no bind is up): doctor
+    fails it, and every place in docs/operations.md its actions send the operator to is a heading
+    there (the runbook's alerts are headings)."""
+    config = tmp_path / "mogateway.toml"
+    config.write_text(
+        f'port = {machine.port}\ndatabase = "{tmp_path / "mogateway.db"}"\n\n[[smpp.binds]]\n'
+        f'name = "down-bind"\nhost = "127.0.0.1"\nport = {free_port()}\nsystem_id = "a"\npassword = "b"\n'
+    )
+    env = machine.env()
+    with (tmp_path / "serve.stderr").open("wb") as err:
+        process = subprocess.Popen(
+            [*mogateway_command(), "serve", "--config", str(config), "--host", "127.0.0.1", "--workers", "1"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+    machine.serve = ServeProcess(process, machine.url, tmp_path / "serve.stderr")
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, machine.serve.stderr()
+        try:
+            if httpx.get(machine.url + "/readyz", timeout=2.0).status_code == 503:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the gateway did not answer /readyz 503 within 60 s"
+        time.sleep(0.05)
+    ran = subprocess.run(
+        [*mogateway_command(), "doctor", "--config", str(config), "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 1, ran.stderr
+    found = {f["check"]: f for f in json.loads(ran.stdout)["findings"]}
+    assert found["ready"]["status"] == "fail" and found["bind down-bind"]["status"] == "fail"
+    headings = doc_headings()
+    pointed = []
+    for finding in found.values():
+        for place in re.finditer(r"docs/operations\.md(?:, '?([^':)]+)'?| \(([^)]+)\))", finding["action"]):
+            pointed.append(place.group(1) or place.group(2))
+    assert pointed, found
+    assert [p for p in pointed if p not in headings] == [], sorted(headings)
+    machine.stop()
