@@ -198,7 +198,7 @@ async def ask_gateway(url: str, token: str | None) -> tuple[list[Finding], dict[
                 "ready",
                 "fail",
                 f"not ready: {reasons or ready.body.decode('utf-8', 'replace')[:200]}",
-                "see the alert runbook in docs/operations.md (GatewayNotReady)",
+                "see the alert runbook in docs/operations.md (MogatewayNotReady)",
             )
         )
     elif ready.status == 200:
