@@ -4,8 +4,8 @@ as the systemd unit starts it, and what the doc says they print and leave behind
 One machine, unprivileged, under a umask of 022 (the doc promises private files whatever the umask). The
 test changes only what a test must: the paths (``/etc/mogateway``, ``/var/lib/mogateway``,
 ``/var/backups/mogateway`` and ``/opt/mogateway/venv`` move under a temporary directory), the port (8080
-may be taken here) and the doc's placeholders. Lines that need root or systemd are not run, and each
-skipped line is checked to be one of these:
+may be taken here), the listening address (loopback, not 0.0.0.0) and the doc's placeholders. Lines that
+need root or systemd are not run, and each skipped line is checked to be one of these:
 
 * ``systemctl enable --now``, ``start``, ``stop`` and ``restart mogateway``: the test starts the unit's
   own ``ExecStart`` (deploy/systemd/mogateway.service) and stops it by its pid with SIGTERM, as systemd
@@ -138,7 +138,8 @@ class Machine:
         """``text`` with the doc's paths and port moved to this machine's."""
         for where in MACHINE_DIRS:
             text = text.replace(where, f"{self.root}{where}")
-        return text.replace("/opt/mogateway/venv", sys.prefix).replace("8080", str(self.port))
+        text = text.replace("/opt/mogateway/venv", sys.prefix).replace("8080", str(self.port))
+        return text.replace('host = "0.0.0.0"', 'host = "127.0.0.1"')  # a test listens on loopback only
 
     def shape(self, doc_line: str) -> re.Pattern[str]:
         """A line the doc shows as a pattern: its paths and URLs this machine's, exactly; every other
@@ -427,7 +428,7 @@ def test_install_backup_restore_upgrade_and_doctor_as_written(machine: Machine) 
     printed = doctor.stdout.splitlines()
     assert machine.shape(shown[0]).fullmatch(printed[0]), (shown[0], printed[0])
     settings_lines = printed[1 : printed.index("")]
-    assert "  host = 0.0.0.0" in settings_lines and "  port = " + str(machine.port) in settings_lines
+    assert "  host = 127.0.0.1" in settings_lines and "  port = " + str(machine.port) in settings_lines
     assert "  admin_token = None" in settings_lines  # generated, not configured: the doc says so
     assert all(token not in doctor.stdout for token in machine.tokens().values())
     doc_findings = {check: f"{status:<4}  {check}: {rest}" for status, check, rest in findings(shown)}
