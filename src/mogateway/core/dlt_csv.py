@@ -134,11 +134,31 @@ def _columns(row: list[str]) -> dict[str, int]:
     return found
 
 
+def _header_line(text: str) -> tuple[int, str] | None:
+    """Where the header row starts and its delimiter: the first of the first rows that one of the
+    delimiters splits into a template id column and a text column. Title rows above the header have no
+    delimiter in them, and the sniffer, given them, fails and would fall back to commas."""
+    at = 0
+    for number, line in enumerate(_lines(text)):
+        if number >= _HEADER_SEARCH_ROWS:
+            break
+        for delimiter in ",;\t|":
+            where = _columns(next(csv.reader([line], delimiter=delimiter), []))
+            if "template_id" in where and "text" in where:
+                return at, delimiter
+        at += len(line)
+    return None
+
+
 def _dialect(text: str) -> type[csv.Dialect] | csv.Dialect:
+    header = _header_line(text)
+    start, delimiters = header if header is not None else (0, ",;\t|")
     try:
-        return csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+        return csv.Sniffer().sniff(text[start : start + 8192], delimiters=delimiters)
     except csv.Error:
-        return csv.excel
+        if header is None:
+            return csv.excel
+        return type("HeaderDialect", (csv.excel,), {"delimiter": header[1]})
 
 
 def _lines(text: str) -> Iterator[str]:
