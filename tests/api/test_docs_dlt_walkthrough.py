@@ -536,3 +536,60 @@ def test_the_rows_the_doc_says_are_refused_are_refused_and_excel_ids_read() -> N
     for words_of_doc in ("an id that is not 19 digits", "1.10716E+18", "a status other than approved/active"):
         assert words_of_doc in doc
     assert "the same id twice with another text" in doc
+
+
+# ------------------------------------------------------------------------------------ settings
+
+
+def test_the_settings_table_gives_the_real_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each row of "Settings": the bind's defaults when the bind sets none, and the gateway's variable
+    limit, read from the environment variable the table names."""
+    table = section("Settings")
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|", table, flags=re.M)
+    assert {name for name, _, _ in rows} == {
+        "dlt_var_max_chars",
+        "dlt_pe_tlv",
+        "dlt_template_tlv",
+        "dlt_chain_tlv",
+        "dlt_tm_id",
+        "reply_tlvs",
+    }
+    config = tmp_path / "mogateway.toml"
+    config.write_text('[[smpp.binds]]\nname = "b"\nhost = "smsc.example"\nsystem_id = "aggr01"\n')
+    (bind,) = load_settings(config).smpp.binds
+    for name, where, default in rows:
+        default = default.strip()
+        if where.strip() == "`[[smpp.binds]]`":
+            value = getattr(bind, name)
+            assert (value or None) == (None if default == "none" else default.strip("`").strip('"')), name
+        else:
+            env = re.search(r"`(MOGATEWAY_\w+)`", where)
+            assert env is not None and name == "dlt_var_max_chars"
+            assert load_settings(config).dlt_var_max_chars == int(default.strip("`"))
+            monkeypatch.setenv(env.group(1), "45")
+            assert load_settings(config).dlt_var_max_chars == 45
+
+
+def test_the_dlt_errors_the_doc_shows_are_the_shipped_table() -> None:
+    """The receipt example's meaning is the shipped table's, and the codes the doc calls unverified are
+    shown with ", unverified" (the others without)."""
+    from mogateway.edges.dlt_errors import shipped_dlt_errors
+
+    text = section("DLT errors coming back")
+    example = re.search(r"err:(\d+) \((DLT [^\n]*)\)\n", text)
+    assert example is not None
+    table = shipped_dlt_errors()
+    assert table.describe_receipt_error(example.group(1)) == example.group(2)
+    unverified = re.search(r"the others\s+\(([^)]*)\)", text)
+    assert unverified is not None
+    codes: list[int] = []
+    for part in re.findall(r"\d{3}(?:–\d{3})?", unverified.group(1)):
+        first, _, last = part.partition("–")
+        codes.extend(range(int(first), int(last or first) + 1))
+    for code in codes:
+        said = table.describe_receipt_error(str(code))
+        assert said is not None and said.endswith(", unverified"), (code, said)
+    for status in (0xC3, 0xC4):
+        said = table.describe_status(status)
+        assert said is not None and said.endswith(", unverified"), (status, said)
+    assert not str(table.describe_receipt_error("630")).endswith(", unverified")
