@@ -354,6 +354,18 @@ def test_every_quoted_chaos_aim_is_one_the_campaign_takes() -> None:
     assert not refused, "\n".join(f"{aims[aim]}: --aim {aim}: {why}" for aim, why in refused)
 
 
+def test_the_chaos_options_reliability_lists_are_chaos_options() -> None:
+    """docs/reliability.md names the rest of chaos.py's options in prose ("Other options: ..."), not in a
+    command: each must be one of the script's too."""
+    text = (ROOT / "docs" / "reliability.md").read_text()
+    paragraph = text.split("Other options: ", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"`(--[\w-]+)", paragraph)
+    assert len(listed) >= 10, paragraph
+    options, _ = parse_with_script("bench/chaos.py", ())
+    missing = [name for name in listed if name not in options]
+    assert not missing, f"docs/reliability.md names options bench/chaos.py does not have: {missing}"
+
+
 @pytest.mark.parametrize("script", sorted(s for s in run_quotes() if s.endswith(".sh")))
 def test_every_quoted_shell_script_runs_as_quoted(script: str) -> None:
     """A shell bench quoted as ``bench/X.sh`` is run directly, so it must be executable; and bash must
