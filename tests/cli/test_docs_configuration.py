@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import httpx
 import pytest
 from gateway_harness import (
     ADMIN_TOKEN,
+    ServeProcess,
     clean_env,
     free_port,
     mogateway_command,
@@ -280,37 +282,50 @@ def test_an_invalid_setting_stops_with_the_documented_line(tmp_path: Path) -> No
 # ------------------------------------------------------------------------------- client applications
 
 
-def test_the_client_fields_are_the_apis(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One ``mogateway serve`` for the API's answers (its own journal; one worker is enough to read
+    /openapi.json and register two clients)."""
+    workdir = tmp_path_factory.mktemp("api")
+    serve = start_serve(workdir, serve_env(workdir), args=("--workers", "1"))
+    try:
+        yield serve
+    finally:
+        serve.stop()
+
+
+def openapi(serve: ServeProcess) -> dict[str, Any]:
+    return dict(httpx.get(serve.url + "/openapi.json", timeout=30).json())
+
+
+def test_the_client_fields_are_the_apis(served: ServeProcess) -> None:
     """The table is the body of ``POST /v1/clients`` in /openapi.json (names, what is required, the
     defaults); a real call shows the secrets once and a view's ``dlt_templates`` and
     ``signing_grace_until``, as the paragraphs under the table say."""
-    serve = start_serve(tmp_path, serve_env(tmp_path), args=("--workers", "1"))
-    try:
-        api = httpx.get(serve.url + "/openapi.json", timeout=30).json()
-        body = api["paths"]["/v1/clients"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-        schema = api["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
-        admin = {"authorization": f"Bearer {ADMIN_TOKEN}"}
-        made = httpx.post(
-            serve.url + "/v1/clients",
-            headers=admin,
-            json={
-                "name": "app",
-                "shortcodes": ["56767"],
-                "callback_url": "http://127.0.0.1:9/mo",
-                "sign_callbacks": True,
-            },
-            timeout=30,
-        )
-        assert made.status_code == 201, made.text
-        plain = httpx.post(
-            serve.url + "/v1/clients",
-            headers=admin,
-            json={"name": "plain", "shortcodes": ["56768"], "callback_url": "http://127.0.0.1:9/mo"},
-            timeout=30,
-        ).json()
-        shown = httpx.get(serve.url + f"/v1/clients/{made.json()['id']}", headers=admin, timeout=30).json()
-    finally:
-        serve.stop()
+    serve = served
+    api = openapi(serve)
+    body = api["paths"]["/v1/clients"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    schema = api["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    admin = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+    made = httpx.post(
+        serve.url + "/v1/clients",
+        headers=admin,
+        json={
+            "name": "app",
+            "shortcodes": ["56767"],
+            "callback_url": "http://127.0.0.1:9/mo",
+            "sign_callbacks": True,
+        },
+        timeout=30,
+    )
+    assert made.status_code == 201, made.text
+    plain = httpx.post(
+        serve.url + "/v1/clients",
+        headers=admin,
+        json={"name": "plain", "shortcodes": ["56768"], "callback_url": "http://127.0.0.1:9/mo"},
+        timeout=30,
+    ).json()
+    shown = httpx.get(serve.url + f"/v1/clients/{made.json()['id']}", headers=admin, timeout=30).json()
     rows = {
         row[0].strip("`"): row for row in table_rows(section(doc_text(), "## Client applications"), "field")
     }
@@ -578,3 +593,25 @@ def test_sealed_secrets_in_the_settings_as_written(workdir: Path, monkeypatch: p
     monkeypatch.setenv("MOGATEWAY_SECRET_KEY", new)
     opened = load_settings(config).whatsapp
     assert opened is not None and opened.numbers[0].access_token.get_secret_value() == "EAAG-the-access-token"
+
+
+def test_the_messages_and_stats_parameters_are_the_apis(served: ServeProcess) -> None:
+    """``GET /v1/messages``' query parameters, ``limit``'s range and default, ``next``; the ``window`` of
+    ``GET /v1/stats`` defaults to ``1h``."""
+    api = openapi(served)
+    doc = section(doc_text(), "## Messages")
+    listed = set(re.findall(r"`([a-z_]+)`", doc.split("Newest first", 1)[0]))
+    parameters = {p["name"]: p["schema"] for p in api["paths"]["/v1/messages"]["get"]["parameters"]}
+    assert listed - {"sms", "whatsapp"} == set(parameters) - {"before"}
+    assert (
+        "pass it as `before`" in doc and "next" in api["components"]["schemas"]["MessagePage"]["properties"]
+    )
+    limit = parameters["limit"]
+    assert "`limit` (1–1000, default 50)" in doc
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 1000, 50)
+    channels = {c for c in parameters["channel"]["enum"] if c}
+    assert "`channel` (`sms` or `whatsapp`)" in doc and channels == {"sms", "whatsapp"}
+    (window,) = api["paths"]["/v1/stats"]["get"]["parameters"]
+    assert (
+        "Default `1h`." in section(doc_text(), "## Traffic figures") and window["schema"]["default"] == "1h"
+    )
