@@ -231,12 +231,11 @@ def test_the_example_gateway_toml_loads(tmp_path: Path, no_settings_env: None) -
     assert bind.operator == "airtel" and bind.circle == "delhi" and bind.port == 2775
 
 
-def test_the_environment_examples_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_examples_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_settings_env: None
+) -> None:
     """Comma-separated ``trusted_proxies``, ``MOGATEWAY_NATS__<KEY>`` and ``MOGATEWAY_WHATSAPP__<KEY>``
     beside a ``[whatsapp]`` table in the file, as the table says."""
-    for name in list(os.environ):
-        if name.startswith("MOGATEWAY_"):
-            monkeypatch.delenv(name)
     row = documented_settings()["trusted_proxies"][3]
     proxies = re.search(r"\(`([^`]+)`", row)
     assert proxies is not None
@@ -513,14 +512,13 @@ def whatsapp_toml(app_secret: str, verify_token: str, numbers: dict[str, str]) -
     return text
 
 
-def test_sealed_secrets_in_the_settings_as_written(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sealed_secrets_in_the_settings_as_written(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, no_settings_env: None
+) -> None:
     """``secrets seal`` as written prints ``sealed:v1:<key id>:…``; the settings open what it printed (the
     doc's ``[whatsapp]`` example with a real sealed value); a value sealed for another setting or another
     number does not open; ``serve`` stops on them with the doc's lines and exit 2; after a key change
     ``reencrypt`` lists what to seal again and ``seal`` moves a sealed value to the new key."""
-    for name in list(os.environ):
-        if name.startswith("MOGATEWAY_"):
-            monkeypatch.delenv(name)
     doc = section(doc_text(), "### Sealed secrets in the settings")
     (example,) = blocks(doc, "toml")
     (sealing,) = blocks(doc, "sh")
