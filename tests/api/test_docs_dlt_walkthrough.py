@@ -33,6 +33,7 @@ from gateway_harness import (
     start_serve,
 )
 
+from markdown_doc import MarkdownDoc, fenced_blocks
 from mogateway.client import CallbackApp, InboundMessage
 from mogateway.config import ConfigError, load_settings
 from mogateway.config.settings import Settings
@@ -43,7 +44,7 @@ from mogateway.testing.callback_apps import serve_asgi
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "dlt.md"
+DOC = MarkdownDoc("docs/dlt.md")
 
 #: A loaded 2-core machine may take far longer than the second these steps take when idle.
 TIMEOUT = 30.0
@@ -52,15 +53,10 @@ PLACEHOLDER = "cl_abc"
 
 def section(heading: str, level: str = "##") -> str:
     """The text of docs/dlt.md under ``heading`` (of ``level``), up to the next heading of that level."""
-    text = DOC.read_text()
-    marker = f"\n{level} {heading}\n"
-    assert marker in text, f"docs/dlt.md has no heading {level} {heading!r}: adapt"
-    return text.split(marker, 1)[1].split(f"\n{level} ", 1)[0]
+    return DOC.section(f"{level} {heading}")
 
 
-def blocks(text: str, language: str) -> list[str]:
-    """The fenced blocks of ``language`` in ``text``."""
-    return [str(b) for b in re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)]
+blocks = fenced_blocks
 
 
 def five_minutes() -> str:

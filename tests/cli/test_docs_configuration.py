@@ -36,6 +36,7 @@ from gateway_harness import (
 )
 from pydantic import BaseModel
 
+from markdown_doc import MarkdownDoc, fenced_blocks
 from mogateway.api.admin import ClientIn
 from mogateway.config import ConfigError, Settings, load_settings
 from mogateway.config.nats import NatsSettings, parse_settings
@@ -45,7 +46,8 @@ from mogateway.config.smpp import BindConfig
 from mogateway.config.whatsapp import WhatsAppNumber, WhatsAppSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "configuration.md"
+THIS_DOC = "docs/configuration.md"
+DOC = ROOT / THIS_DOC
 #: The settings that are tables of their own, and the doc each leaves its keys to.
 TABLES = {"smpp": "docs/smpp.md", "nats": "docs/scaling.md", "whatsapp": "docs/whatsapp.md"}
 
@@ -54,11 +56,10 @@ def doc_text() -> str:
     return DOC.read_text()
 
 
-def section(text: str, heading: str) -> str:
-    """The text under ``heading`` (a line starting with it), up to the next heading of any level."""
-    start = text.index("\n" + heading) + 1
-    rest = text[start:].split("\n", 1)[1]
-    return re.split(r"\n#{2,4} ", rest, maxsplit=1)[0]
+def section(doc: str, heading: str) -> str:
+    """The text of ``doc`` under ``heading`` (a line starting with it), up to the next heading of any
+    level."""
+    return MarkdownDoc(doc).section(heading, subsections=False)
 
 
 def table_rows(text: str, first_header: str) -> list[list[str]]:
@@ -73,20 +74,7 @@ def table_rows(text: str, first_header: str) -> list[list[str]]:
     return rows
 
 
-def blocks(text: str, language: str) -> list[str]:
-    """The bodies of the fenced blocks of ``language`` (``""``: the fences that name none), in order."""
-    found, body, lang = [], None, ""
-    for line in text.splitlines(keepends=True):
-        if line.startswith("```"):
-            if body is None:
-                body, lang = [], line[3:].strip()
-            else:
-                if lang == language:
-                    found.append("".join(body))
-                body = None
-        elif body is not None:
-            body.append(line)
-    return found
+blocks = fenced_blocks
 
 
 def documented_settings() -> dict[str, list[str]]:
@@ -174,15 +162,14 @@ def test_the_documented_ranges_are_the_models() -> None:
 
 
 def test_the_nats_table_is_named_in_scaling_md() -> None:
-    scaling = (ROOT / "docs" / "scaling.md").read_text()
-    rows = table_rows(section(scaling, "### `[nats]` settings"), "setting")
+    rows = table_rows(section("docs/scaling.md", "### `[nats]` settings"), "setting")
     named = {n for row in rows for n in re.findall(r"`([a-z_]+)`", row[0])}
     assert named == set(NatsSettings.model_fields), "docs/scaling.md's [nats] table is not the model"
     assert "MOGATEWAY_NATS__<KEY>" in documented_settings()["nats"][1]
 
 
 def test_the_smpp_bind_settings_are_named_in_smpp_md() -> None:
-    smpp = section((ROOT / "docs" / "smpp.md").read_text(), "## Configuring binds")
+    smpp = section("docs/smpp.md", "## Configuring binds")
     assert "[[smpp.binds]]" in smpp
     unnamed = [f for f in BindConfig.model_fields if not re.search(rf"\b{f}\b", smpp)]
     assert not unnamed, f"bind settings docs/smpp.md's 'Configuring binds' does not name: {unnamed}"
@@ -326,7 +313,7 @@ def test_the_client_fields_are_the_apis(served: ServeProcess) -> None:
     ).json()
     shown = httpx.get(serve.url + f"/v1/clients/{made.json()['id']}", headers=admin, timeout=30).json()
     rows = {
-        row[0].strip("`"): row for row in table_rows(section(doc_text(), "## Client applications"), "field")
+        row[0].strip("`"): row for row in table_rows(section(THIS_DOC, "## Client applications"), "field")
     }
     assert set(rows) == set(schema["properties"]), "the client table is not POST /v1/clients' body"
     required = {name for name, row in rows.items() if row[1] == "required"}
@@ -418,7 +405,7 @@ def test_client_secrets_at_rest_as_written(workdir: Path) -> None:
     """Make a key, register clients without it (their secrets in plain text in the journal), restart
     with it (a warning), ``reencrypt`` (the line the doc shows; nothing in plain text left), the two
     start-up refusals, and replacing the key with ``old_secret_key``."""
-    doc = section(doc_text(), "## Client secrets at rest")
+    doc = section(THIS_DOC, "## Client secrets at rest")
     make_key, turn_on = blocks(doc, "sh")
     # Making a key: a file only its owner reads; the one-liner without mogateway makes the same shape.
     bash(as_written(make_key, workdir), workdir, clean_env())
@@ -519,7 +506,7 @@ def test_sealed_secrets_in_the_settings_as_written(
     doc's ``[whatsapp]`` example with a real sealed value); a value sealed for another setting or another
     number does not open; ``serve`` stops on them with the doc's lines and exit 2; after a key change
     ``reencrypt`` lists what to seal again and ``seal`` moves a sealed value to the new key."""
-    doc = section(doc_text(), "### Sealed secrets in the settings")
+    doc = section(THIS_DOC, "### Sealed secrets in the settings")
     (example,) = blocks(doc, "toml")
     (sealing,) = blocks(doc, "sh")
     (refusals,) = blocks(doc, "")
@@ -597,7 +584,7 @@ def test_the_messages_and_stats_parameters_are_the_apis(served: ServeProcess) ->
     """``GET /v1/messages``' query parameters, ``limit``'s range and default, ``next``; the ``window`` of
     ``GET /v1/stats`` defaults to ``1h``."""
     api = openapi(served)
-    doc = section(doc_text(), "## Messages")
+    doc = section(THIS_DOC, "## Messages")
     listed = set(re.findall(r"`([a-z_]+)`", doc.split("Newest first", 1)[0]))
     parameters = {p["name"]: p["schema"] for p in api["paths"]["/v1/messages"]["get"]["parameters"]}
     assert listed - {"sms", "whatsapp"} == set(parameters) - {"before"}
@@ -610,6 +597,4 @@ def test_the_messages_and_stats_parameters_are_the_apis(served: ServeProcess) ->
     channels = {c for c in parameters["channel"]["enum"] if c}
     assert "`channel` (`sms` or `whatsapp`)" in doc and channels == {"sms", "whatsapp"}
     (window,) = api["paths"]["/v1/stats"]["get"]["parameters"]
-    assert (
-        "Default `1h`." in section(doc_text(), "## Traffic figures") and window["schema"]["default"] == "1h"
-    )
+    assert "Default `1h`." in section(THIS_DOC, "## Traffic figures") and window["schema"]["default"] == "1h"

@@ -34,11 +34,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import ServeProcess, clean_env, free_port, start_serve
 
+from markdown_doc import MarkdownDoc
 from mogateway.client import InboundMessage, parse_message
 from mogateway.testing.payloads import make_callback, make_message
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "client.md"
+DOC = MarkdownDoc("docs/client.md")
 BIN = Path(sys.executable).parent
 
 
@@ -47,15 +48,12 @@ BIN = Path(sys.executable).parent
 
 def section(heading: str) -> str:
     """The text under the ``## `` heading that starts with ``heading``, up to the next ``## ``."""
-    text = DOC.read_text()
-    found = re.search(rf"^## {re.escape(heading)}.*?$(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
-    assert found, f"docs/client.md has no section '## {heading}…': adapt this test"
-    return found.group(1)
+    return DOC.section(f"## {heading}")
 
 
 def blocks(heading: str, language: str) -> list[str]:
     """The ``language`` code blocks of that section, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", section(heading), flags=re.M | re.S)
+    return DOC.blocks(f"## {heading}", language)
 
 
 def block_with(heading: str, language: str, marker: str) -> str:
@@ -533,13 +531,13 @@ def test_install_extras_examples_and_links_are_there() -> None:
     }
     assert {"fastapi", "uvicorn"} <= base, base
     # "The three examples read MOGATEWAY_SIGNING_SECRET themselves", and every relative link resolves.
-    text = DOC.read_text()
+    text = DOC.text
     links = set(re.findall(r"\]\((\.\./[^)#]+|[\w./-]+\.md)(?:#[^)]*)?\)", text))
     assert {
         "../examples/echo_app.py",
         "../examples/fastapi_bot/bot.py",
         "../examples/flask_app/tracker.py",
     } <= links
-    assert [link for link in links if not (DOC.parent / link).exists()] == []
+    assert [link for link in links if not (DOC.path.parent / link).exists()] == []
     for example in ("echo_app.py", "fastapi_bot/bot.py", "flask_app/tracker.py"):
         assert "MOGATEWAY_SIGNING_SECRET" in (ROOT / "examples" / example).read_text(), example

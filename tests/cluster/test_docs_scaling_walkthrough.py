@@ -36,6 +36,7 @@ import pytest
 from cluster_harness import NATS_URL, _delete_nats_names, free_port
 
 import mogateway as mogateway_package
+from markdown_doc import MarkdownDoc
 from mogateway.cli.supervisor import worker_count
 from mogateway.config.nats import NatsSettings, parse_settings
 from mogateway.config.settings import load_settings
@@ -46,7 +47,7 @@ from postgres_databases import throwaway_database
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "scaling.md"
+DOC = MarkdownDoc("docs/scaling.md")
 SETUP = "## Setting it up"
 NATS_TABLE = "### `[nats]` settings (`MOGATEWAY_NATS__<NAME>`)"
 ADMIN_TOKEN = "scaling-admin-" + secrets.token_hex(8)
@@ -66,20 +67,8 @@ DOC_SERVE = "mogateway serve --host 0.0.0.0"
 
 
 def section(heading: str) -> str:
-    """The text under ``heading`` (its whole line), up to the next heading of its level or a higher one
-    (a ``#`` line inside a fenced block is a comment, not a heading)."""
-    lines = DOC.read_text().splitlines()
-    assert lines.count(heading) == 1, f"docs/scaling.md has no single {heading!r}: adapt the test"
-    level = len(heading.split(" ", 1)[0])
-    taken: list[str] = []
-    fenced = False
-    for line in lines[lines.index(heading) + 1 :]:
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-        elif not fenced and re.match(rf"#{{1,{level}}} ", line):
-            break
-        taken.append(line)
-    return "\n".join(taken) + "\n"
+    """The text under ``heading`` (its whole line), up to the next heading of its level or a higher one."""
+    return DOC.section(heading)
 
 
 def setup_block() -> str:

@@ -39,6 +39,7 @@ import httpx
 import pytest
 from gateway_harness import ServeProcess, clean_env, free_port, mogateway_command
 
+from markdown_doc import MarkdownDoc
 from mogateway.config.settings import Settings, load_settings
 from mogateway.config.whatsapp import WhatsAppSettings
 from mogateway.edges.storage import migrations
@@ -46,7 +47,7 @@ from mogateway.edges.storage import migrations
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "operations.md"
+DOC = MarkdownDoc("docs/operations.md")
 UNIT = ROOT / "deploy" / "systemd" / "mogateway.service"
 
 #: The doc's paths of one machine; the test puts each under its temporary directory.
@@ -71,24 +72,13 @@ FINDING = re.compile(r"^(ok|warn|FAIL) +(\S+(?: [^:\s]+)?): (.*)$")
 
 def section(heading: str) -> str:
     """The text under ``heading`` (its whole line, "## Retention"), up to the next heading of its level
-    or a higher one (a ``#`` line inside a fenced block is a comment, not a heading)."""
-    lines = DOC.read_text().splitlines()
-    assert lines.count(heading) == 1, f"docs/operations.md has no single {heading!r}: adapt the test"
-    level = len(heading.split(" ", 1)[0])
-    taken: list[str] = []
-    fenced = False
-    for line in lines[lines.index(heading) + 1 :]:
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-        elif not fenced and re.match(rf"#{{1,{level}}} ", line):
-            break
-        taken.append(line)
-    return "\n".join(taken) + "\n"
+    or a higher one."""
+    return DOC.section(heading)
 
 
 def blocks(heading: str, language: str = "sh") -> list[str]:
     """The fenced blocks of one language under a heading, in order."""
-    return re.findall(rf"```{language}\n(.*?)```", section(heading), flags=re.S)
+    return DOC.blocks(heading, language)
 
 
 def quoted(heading: str, starting: str) -> str:
@@ -101,9 +91,7 @@ def quoted(heading: str, starting: str) -> str:
 
 def doc_headings() -> set[str]:
     """Every heading of docs/operations.md, without its hashes and backquotes."""
-    return {
-        line.lstrip("#").strip().replace("`", "") for line in DOC.read_text().splitlines() if line[:2] == "##"
-    }
+    return {line.lstrip("#").strip().replace("`", "") for line in DOC.text.splitlines() if line[:2] == "##"}
 
 
 # ------------------------------------------------------------------------------------------ the machine

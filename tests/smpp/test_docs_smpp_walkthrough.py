@@ -36,11 +36,12 @@ from gateway_harness import (
     wait_until,
 )
 
+from markdown_doc import MarkdownDoc
 from mogateway.config import ConfigError, load_settings
 from mogateway.testing.recorder import Answer, CallbackRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "smpp.md"
+DOC = MarkdownDoc("docs/smpp.md")
 
 #: A loaded 2-core machine may take far longer than the second these steps take when idle.
 TIMEOUT = 30.0
@@ -48,7 +49,7 @@ TIMEOUT = 30.0
 
 def section(heading: str) -> str:
     """The text of docs/smpp.md under ``## heading``, up to the next heading of that level."""
-    return DOC.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return DOC.section(f"## {heading}")
 
 
 def binds_example() -> str:
@@ -139,9 +140,7 @@ def test_the_simulator_has_the_options_the_doc_names() -> None:
     sim_command, _, _ = laptop_lines()
     prose = section("Trying it on a laptop").split("```", 2)[2]  # after the shell block
     named = set(re.findall(r"(--[a-z][a-z-]*)", sim_command + prose))
-    (dlt,) = re.findall(
-        r"the simulator sends such receipts with `([^`]*)`", DOC.read_text().replace("\n", " ")
-    )
+    (dlt,) = re.findall(r"the simulator sends such receipts with `([^`]*)`", DOC.text.replace("\n", " "))
     named |= set(re.findall(r"(--[a-z][a-z-]*)", dlt))
     assert {"--port", "--mo", "--receipt", "--receipt-err", "--split"} <= named, named
     shown = run_cli(ROOT, clean_env(COLUMNS="200"), "smsc-sim", "--help")

@@ -36,17 +36,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import clean_env, free_port, wait_until
 
+from markdown_doc import MarkdownDoc
+
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "waba-migration.md"
+DOC = MarkdownDoc("docs/waba-migration.md")
 TIMEOUT = 60.0
 PIN = "135790"  # any 6 digits: two-step verification is off for the clean number
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
 def section(heading: str) -> str:
-    """The text of docs/waba-migration.md under ``heading``, to the next heading of level 2."""
-    text = DOC.read_text()
-    return text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    """The text of docs/waba-migration.md under ``heading``, to the next heading of its level."""
+    return DOC.section(heading)
 
 
 def doc_blocks(port: int) -> tuple[str, str, str]:

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from markdown_doc import MarkdownDoc, fenced_blocks
 from mogateway.cli.supervisor import STOP_TIMEOUT_S
 from mogateway.testing.recorder import Answer, CallbackRecorder, RecordedCall
 
@@ -33,18 +34,16 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import clean_env, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "whatsapp.md"
+DOC = MarkdownDoc("docs/whatsapp.md")
 TIMEOUT = 60.0
 
 
 def section(heading: str) -> str:
-    """The text of docs/whatsapp.md under ``heading``, to the next heading of level 2."""
-    text = DOC.read_text()
-    return text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    """The text of docs/whatsapp.md under ``heading``, to the next heading of its level."""
+    return DOC.section(heading)
 
 
-def blocks(text: str, language: str) -> list[str]:
-    return [str(b) for b in re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)]
+blocks = fenced_blocks
 
 
 def commands(block: str) -> list[str]:
