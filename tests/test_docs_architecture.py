@@ -36,17 +36,6 @@ PKG = ROOT / "src" / "mogateway"
 #: First components of a path that are the repository's own folders, not mogateway's packages.
 REPO_DIRS = frozenset({"src", "tests", "docs", "bench", "examples", "scripts"})
 
-#: Names README.md's Layout gets wrong, each with why; the fixes are in the helper's report (README.md
-#: is not this test's to edit). Empty this once README.md is fixed: an entry the README no longer needs
-#: fails, so the list cannot outlive the fix.
-README_PENDING: dict[str, str] = {
-    # smpp/'s line says "receipts": the module is smpp/receipt.py (fix: "receipts" -> "receipt").
-    "smpp/receipts": "no module smpp/receipts",
-    # no line for config/ (fix: add "config/    the settings, validated: ..." after service/'s line).
-    "config/": "package without a line",
-}
-
-
 # -- resolving --------------------------------------------------------------------------------------
 
 
@@ -325,23 +314,6 @@ def layout_items(entry: LayoutEntry) -> Iterator[tuple[int, str]]:
         offset += len(piece)
 
 
-def is_package_line(name: str) -> bool:
-    """Whether a :data:`README_PENDING` name is a whole package line (``config/``), not an item."""
-    return name.endswith("/") and name.count("/") == 1
-
-
-def pending(problems: list[str]) -> tuple[list[str], set[str]]:
-    """The problems not in :data:`README_PENDING`, and the pending names that were seen."""
-    left, seen = [], set()
-    for problem in problems:
-        name = re.search(r"`([^`]+)`", problem)
-        if name and name.group(1) in README_PENDING:
-            seen.add(name.group(1))
-        else:
-            left.append(problem)
-    return left, seen
-
-
 # -- the tests -------------------------------------------------------------------------------------
 
 
@@ -354,10 +326,7 @@ def test_architecture_names_only_modules_and_classes_that_exist() -> None:
 def test_readme_layout_names_only_modules_that_exist() -> None:
     report, entries = check_layout((ROOT / "README.md").read_text(), "README.md")
     assert len(entries) >= 8 and report.checked >= 40, "README.md's Layout changed shape: adapt the reader"
-    problems, seen = pending(report.problems)
-    assert not problems, "\n".join(problems)
-    fixed = {n for n in README_PENDING if not is_package_line(n)} - seen
-    assert not fixed, f"README.md is fixed for {sorted(fixed)}: remove them from README_PENDING"
+    assert not report.problems, "\n".join(report.problems)
 
 
 def test_every_package_has_a_line_in_readme_layout() -> None:
@@ -368,10 +337,7 @@ def test_every_package_has_a_line_in_readme_layout() -> None:
     missing = [
         f"README.md:{first}: `{p}`: package without a line in the Layout" for p in packages if p not in lined
     ]
-    problems, seen = pending(missing)
-    assert not problems, "\n".join(problems)
-    stale = {n for n in README_PENDING if is_package_line(n)} - seen
-    assert not stale, f"README.md's Layout now has {sorted(stale)}: remove them from README_PENDING"
+    assert not missing, "\n".join(missing)
 
 
 def test_a_wrong_name_is_reported_with_its_doc_line_and_name() -> None:
