@@ -41,6 +41,7 @@ from mogateway.core.numbering import (
     split_msisdn,
 )
 from mogateway.core.numbering import names as core_names
+from mogateway.core.text import count_parts
 from mogateway.edges.numbering_files import sender_resolver
 from mogateway.service import caller
 from mogateway.testing.recorder import Answer, CallbackRecorder
@@ -572,3 +573,37 @@ def test_a_refused_msisdn_is_a_422_naming_the_field_and_the_reason(
     problem = resp.json()
     assert problem["field"] == "msisdn" and problem["reason"] == ticked(rows["not-indian"])[0]
     assert problem["state"] == "rejected"
+
+
+def test_long_replies_are_split_and_capped_as_the_doc_says() -> None:
+    """The SMS part sizes of the long-replies rule, in the core's count."""
+    rule = prose(section(CONTRACT, "## The answer: outcome rules"))
+    assert "GSM-7: 160 septets single, 153 per part; UCS-2: 70 characters single, 67 per part" in rule
+    escapes = re.search(r"escape characters `([^`]+)` take two septets", rule)
+    assert escapes, "the doc names the escape characters"
+    assert (count_parts("a" * 160).parts, count_parts("a" * 161).parts, count_parts("a" * 307).parts) == (
+        1,
+        2,
+        3,
+    )
+    assert (count_parts("अ" * 70).parts, count_parts("अ" * 71).parts, count_parts("अ" * 135).parts) == (
+        1,
+        2,
+        3,
+    )
+    for ch in escapes.group(1):  # GSM-7 escapes: ^ { } \ [ ~ ] | €
+        assert count_parts(ch * 80) == count_parts("a" * 160), ch
+    assert "capped at `reply_max_parts` parts (default 6)" in rule
+
+
+def test_a_reply_over_the_cap_is_cut_and_the_cut_recorded(
+    gateway: tuple[ServeGateway, CallbackRecorder],
+) -> None:
+    """A 2,000-character answer: sent as 6 parts, the timeline says how long it was."""
+    gw, _ = gateway
+    with CallbackRecorder.in_thread(Answer.text("x" * 2000)) as app:
+        gw.add_client(shortcodes=["57010"], callback_url=app.url, name="long")
+        message = gw.wait_state(gw.push("57010", "HELLO")["id"], timeout=30)
+    said = outcome(message)
+    assert said["outcome"] == "reply" and said["parts"] == 6, said
+    assert said["truncated_from_chars"] == 2000
