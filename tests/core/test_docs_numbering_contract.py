@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from markdown_doc import MarkdownDoc
 from mogateway import __version__
 from mogateway.core.contract import (
     MAX_RESPONSE_BYTES,
@@ -50,20 +51,16 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))
 from gateway_harness import ServeGateway, closed_port_url, outcome, serve_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
-NUMBERING = (ROOT / "docs" / "numbering.md").read_text()
-CONTRACT = (ROOT / "docs" / "contract.md").read_text()
+NUMBERING = MarkdownDoc("docs/numbering.md")
+CONTRACT = MarkdownDoc("docs/contract.md")
 
 
 # ------------------------------------------------------------------------------------ reading the docs
 
 
-def section(doc: str, heading: str) -> str:
+def section(doc: MarkdownDoc, heading: str) -> str:
     """The text under ``heading`` (e.g. ``"## Refusals"``) up to the next heading of its level or above."""
-    level = heading.split(" ", 1)[0]
-    start = doc.index("\n" + heading + "\n") + len(heading) + 2
-    ends = [doc.find("\n" + "#" * n + " ", start) for n in range(1, len(level) + 1)]
-    ends = [e for e in ends if e >= 0]
-    return doc[start : min(ends)] if ends else doc[start:]
+    return doc.section(heading)
 
 
 def table(text: str, first_column: str | None = None) -> list[list[str]]:
@@ -250,7 +247,7 @@ def test_foreign_only_when_a_real_number_of_another_country_and_fixed_lines_6_to
 
 
 def test_the_sender_members_are_split_as_the_doc_says() -> None:
-    rows = {ticked(row[0])[0]: row[1] for row in table(NUMBERING, "member")}
+    rows = {ticked(row[0])[0]: row[1] for row in table(NUMBERING.text, "member")}
     assert list(rows) == ["cc", "ndc", "sn", "operator", "circle"]
     ndc, msisdn = ticked(rows["ndc"])
     assert split_msisdn(msisdn)[:2] == (91, int(ndc))
