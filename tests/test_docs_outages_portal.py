@@ -32,6 +32,7 @@ from gateway_harness import (
 )
 from portal_harness import PASSWORD, accept, invite, sign_in
 
+from markdown_doc import MarkdownDoc
 from mogateway.api import portal_admin, whatsapp_media
 from mogateway.api.portal import account, callback, credentials, pages, reports, signin
 from mogateway.config import Settings
@@ -40,13 +41,15 @@ from mogateway.service.journal_health import KINDS
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTAGES = (ROOT / "docs" / "outages.md").read_text()
-PORTAL = (ROOT / "docs" / "portal.md").read_text()
+OUTAGES_DOC = MarkdownDoc("docs/outages.md")
+PORTAL_DOC = MarkdownDoc("docs/portal.md")
+OUTAGES = OUTAGES_DOC.text
+PORTAL = PORTAL_DOC.text
 
 
-def section(doc: str, title: str) -> str:
+def section(doc: MarkdownDoc, title: str) -> str:
     """The text of the ``## `` section whose heading starts with ``title``."""
-    return doc.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
+    return doc.section(f"## {title}")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayClient]:
 def test_healthz_and_readyz_answer_as_the_first_section_says(gw: GatewayClient) -> None:
     """Both answer without a token; on a healthy gateway /healthz is 200 and /readyz ``200 {"ready": true}``
     (asked on new connections, so any worker may answer each); the readiness kinds are the code's."""
-    table = section(OUTAGES, "Liveness and readiness")
+    table = section(OUTAGES_DOC, "Liveness and readiness")
     assert "`GET /healthz` | `200`" in table and '`200 {"ready": true}`' in table
     for _ in range(8):
         assert gw.request("GET", "/healthz").status_code == 200
@@ -100,7 +103,7 @@ def test_every_metric_the_page_names_is_exposed(gw: GatewayClient) -> None:
     for name in named:
         assert re.search(rf"^{name}(\{{|\s)", text, re.M), f"{name} is not in /metrics"
     # {kind}: one series per kind the page lists, and those are the code's kinds.
-    listed = section(OUTAGES, "What the log").split("One line per kind", 1)[1].split("\n\n", 1)[0]
+    listed = section(OUTAGES_DOC, "What the log").split("One line per kind", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"`(\w+)`", listed)) >= set(KINDS)
     for kind in KINDS:
         assert re.search(rf'^mogateway_journal_write_errors_total\{{[^}}]*kind="{kind}"', text, re.M), kind
@@ -195,7 +198,7 @@ def test_every_quoted_log_line_is_a_format_string_of_the_code() -> None:
     """The log lines the page quotes: level, worker tag and logger as logs.py writes them, the logger
     one the code names, and the message a format string of src/ (an id cut short ``01e7…`` stands for
     its value, a trailing ``…`` for the rest of the line)."""
-    block = re.search(r"```\n(.*?)```", section(OUTAGES, "What the log"), re.S)
+    block = re.search(r"```\n(.*?)```", section(OUTAGES_DOC, "What the log"), re.S)
     assert block, "the log block of the page"
     lines = [line for line in block[1].splitlines() if line.strip()]
     assert len(lines) >= 3
@@ -214,7 +217,7 @@ def test_every_quoted_log_line_is_a_format_string_of_the_code() -> None:
 
 def test_the_tested_section_cites_tests_that_exist() -> None:
     """Every test file of "Tested" exists in the directory it names, with a test function."""
-    tested = section(OUTAGES, "Tested")
+    tested = section(OUTAGES_DOC, "Tested")
     (directory,) = re.findall(r"`(tests/\w+/)`", tested)
     files = list(dict.fromkeys(re.findall(r"`(test_\w+\.py)`", tested)))
     assert len(files) == 3, files
@@ -292,7 +295,8 @@ def test_every_setting_of_the_table_exists_with_its_default_and_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each row of "Settings": the field, its default, its environment variable and its bounds."""
-    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \| `([^`]+)` \| (.*) \|$", section(PORTAL, "Settings"), re.M)
+    table = section(PORTAL_DOC, "Settings")
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \| `([^`]+)` \| (.*) \|$", table, re.M)
     assert {row[0] for row in rows} == {"portal", "portal_session_minutes", "portal_invite_hours"}
     fields = Settings.model_fields
     for name, variable, default, what in rows:
