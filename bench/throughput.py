@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import re
 import sqlite3
 import sys
@@ -298,11 +299,16 @@ async def one_run(
 
 
 def _describe(r: dict[str, float]) -> str:
+    # One worker is one process (serve --workers 1 runs no supervisor): its RSS is the whole figure.
+    parts = (
+        f" (supervisor {r['supervisor_rss_mib']:.0f}, largest worker {r['worker_rss_mib']:.0f})"
+        if not math.isnan(r["worker_rss_mib"])
+        else " (one process)"
+    )
     return (
         f"{r['mo_per_s']:,.0f} MO/s end to end, p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, "
         f"intake→callback p50 {r['callback_p50_ms']:.1f} ms p99 {r['callback_p99_ms']:.1f} ms, "
-        f"peak RSS {r['rss_mib']:.0f} MiB (supervisor {r['supervisor_rss_mib']:.0f}, largest worker "
-        f"{r['worker_rss_mib']:.0f}); ceiling {r['ceiling_per_s']:,.0f} req/s; "
+        f"peak RSS {r['rss_mib']:.0f} MiB{parts}; ceiling {r['ceiling_per_s']:,.0f} req/s; "
         f"ratio {r['ratio']:.0%}; gateway CPU {r['cpu_us']:.0f} µs/MO"
     )
 
