@@ -22,6 +22,7 @@ from markdown_doc import MarkdownDoc
 from mogateway.api import admin, cluster, dlt, health, ingest, portal_admin, stats, whatsapp, whatsapp_media
 from mogateway.api.admin import ClientIn
 from mogateway.api.console import clients, messages, pages, people, signin
+from mogateway.api.console.sessions import MAX_SESSIONS, SignInThrottle
 from mogateway.config.settings import Settings
 from mogateway.config.smpp import BindConfig
 
@@ -317,3 +318,17 @@ def test_the_session_cookie_and_the_page_headers_are_as_the_page_says(gw: Served
             assert page.status_code == 303 and page.headers["location"].startswith("/console/login")
     finally:
         browser.close()
+
+
+def test_the_numbers_of_the_sign_in_section_are_the_codes() -> None:
+    """5 failed sign-ins per address within 5 minutes, at most 10,000 sessions kept, and the binding to
+    the admin token from journal migration 0011: the page's figures are the code's."""
+    said = " ".join(DOC.section("## Signing in").split())
+    assert "After 5 failed sign-ins from one address within 5 minutes" in said
+    throttle = SignInThrottle(store=None)  # type: ignore[arg-type]
+    assert (throttle.per_address, throttle.window_s) == (5, 5 * 60)
+    assert "at most 10,000 are kept" in said and MAX_SESSIONS == 10_000
+    assert "(journal migration 0011)" in said
+    assert "admin token it was opened with by a keyed hash of that token (migration 0011)" in " ".join(
+        (ROOT / "src/mogateway/edges/storage/schema.py").read_text().replace("#", " ").split()
+    )
