@@ -147,6 +147,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def node_refuses_to_start(
+    mogateway: str, workdir: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``mogateway serve`` on ``env``, which must exit at once with an error; what it said."""
+    refused = subprocess.run(
+        [mogateway, "serve", "--host", "127.0.0.1", "--port", str(free_port())],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0, refused.stderr
+    return refused
+
+
 @dataclass
 class NodeProcess:
     """A node's script in bash; the ``exec`` at its end makes it the ``mogateway serve`` process."""
@@ -317,15 +333,7 @@ def test_two_nodes_set_up_as_written_share_the_work(tmp_path: Path, names: dict[
         )
         assert check.returncode == int(behind_code) == 6, check.stdout + check.stderr
         assert "run `mogateway migrate`" in check.stderr
-        refused = subprocess.run(
-            [mogateway, "serve", "--host", "127.0.0.1", "--port", str(free_port())],
-            cwd=tmp_path,
-            env=behind,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert refused.returncode != 0, refused.stderr
+        refused = node_refuses_to_start(mogateway, tmp_path, behind)
         assert "schema version 0" in refused.stderr and "mogateway migrate" in refused.stderr
 
         # The block, on two nodes at once.
@@ -431,15 +439,7 @@ def test_two_nodes_set_up_as_written_share_the_work(tmp_path: Path, names: dict[
             [mogateway, "migrate", "--check"], env=behind, capture_output=True, text=True, timeout=60
         )
         assert check.returncode == 1 and "newer" in check.stderr, check.stdout + check.stderr
-        refused = subprocess.run(
-            [mogateway, "serve", "--host", "127.0.0.1", "--port", str(free_port())],
-            cwd=tmp_path,
-            env=behind,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert refused.returncode != 0, refused.stderr
+        refused = node_refuses_to_start(mogateway, tmp_path, behind)
         assert f"schema version {migrations.LATEST + 1}, newer" in refused.stderr, refused.stderr
         assert "upgrade mogateway" in refused.stderr
     assert time.monotonic() - started < 120
