@@ -165,6 +165,26 @@ def test_the_client_token_fetches_its_own_messages_media_and_no_other(stack: Med
     _problem(stack.gw.request("GET", path), 401, "unauthorized")
 
 
+def test_the_application_fetches_the_media_with_its_token_while_it_handles_the_callback(
+    stack: Media,
+) -> None:
+    """The journal names a message's client with its answer: until then, the client it is routed to
+    (the one being called back) fetches with its token; another client's token still gets the 404."""
+    doc = b"%PDF-1.7 in flight " * 1000
+    media = stack.register(data_b64=base64.b64encode(doc).decode(), mime_type="application/pdf")
+    stack.app.answer = Answer.late(8.0, "")  # the application is still handling the callback
+    try:
+        mid, _member = stack.deliver("document", media, filename="now.pdf")
+        path = f"/v1/whatsapp/media/{mid}"
+        assert stack.gw.message(mid)["state"] == "queued"  # not answered yet
+        own = stack.gw.request("GET", path, token=stack.client_tokens["shop"])
+        assert own.status_code == 200 and own.content == doc, own.text
+        _problem(stack.gw.request("GET", path, token=stack.client_tokens["other"]), 404, "not-found")
+        assert stack.gw.message(mid)["state"] == "queued"  # all of it while the callback was open
+    finally:
+        stack.app.answer = _blank
+
+
 def test_a_text_message_has_no_media(stack: Media) -> None:
     delivery = stack.meta.send(wh.text("919812349999", "hello"))
     (mid,) = json.loads(delivery.text)["ids"]

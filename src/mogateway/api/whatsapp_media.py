@@ -6,8 +6,9 @@ Rules stated before the code (the pure ones are ``core.whatsapp_media`` and ``co
   → 403 ``bad-signature``, past its expiry → 403 ``url-expired``; a URL signed for the operator
   (``client=operator``, made by the console for a signed-in operator, valid a minute) counts as the
   admin token. (2) Without a signature, a bearer token: the admin token (the operator: any message), or
-  the token of the client the message was routed to. Any other token, a message routed to another
-  client, a message that does not exist or has no media: the same 404. No token at all: 401.
+  the token of the client the message was routed to (while it is queued and not yet answered, the
+  client it routes to: the one whose callback may be fetching it). Any other token, a message routed
+  to another client, a message that does not exist or has no media: the same 404. No token at all: 401.
 * **Without a ``[whatsapp]`` table** the route answers 404, as the webhook does.
 * **Streaming.** The number's access token (from the message's origin, ``whatsapp:<phone_number_id>``)
   asks Graph for the media's URL and downloads it (``edges.whatsapp.media``); the bytes go to the client
@@ -50,6 +51,7 @@ from mogateway.core.ids import ID_SHAPE
 from mogateway.core.media_url import EXPIRED, MEDIA_PATH, check
 from mogateway.core.message import Message
 from mogateway.core.ports import MessageRecord
+from mogateway.core.timeline import State
 from mogateway.core.whatsapp_media import MediaRef, expected_digest, media_of, too_large
 from mogateway.edges.whatsapp.media_store import StoreWriter
 from mogateway.service.throttle import Throttle
@@ -136,10 +138,16 @@ async def _authorised(request: Request, gateway: Any, message_id: str) -> tuple[
     if gateway.admin_token and hmac.compare_digest(token.encode(), gateway.admin_token.encode()):
         return await _record(gateway, message_id), OPERATOR
     record = await _record(gateway, message_id)
-    if record.client_id is None:
-        raise _not_found()
     await gateway.registry.refresh_if_changed()  # a token rotated on another node a moment ago
-    client = gateway.registry.get(record.client_id)
+    if record.client_id is not None:
+        client = gateway.registry.get(record.client_id)
+    elif record.state is State.QUEUED:
+        # Not answered yet: the journal names the client with the answer (service.dispatcher), and an
+        # application fetches the media while it handles the callback. Its client is the one the
+        # message is routed to, the one being called back.
+        client = gateway.registry.route(record.message.shortcode, record.message.text)
+    else:
+        client = None  # finished without a client (unroutable, rejected): nobody's
     if client is None or not hmac.compare_digest(token.encode(), client.token.encode()):
         raise _not_found()
     return record, client.id
